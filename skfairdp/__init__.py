@@ -1,0 +1,3 @@
+"""skfairdp: differentially private and fair estimators with a scikit-learn API."""
+
+__version__ = "0.1.0.dev0"
