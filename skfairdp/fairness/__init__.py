@@ -1,0 +1,33 @@
+"""Fairness layer: sensitive-feature encoding, violation metrics and scorers.
+
+This subpackage depends only on numpy, pandas and scikit-learn; it knows
+nothing about privacy or torch.
+"""
+
+from .groups import GroupEncoder, check_min_group_fraction, encode_sensitive_features
+from .metrics import (
+    demographic_parity_violation,
+    equal_opportunity_violation,
+    equalized_odds_violation,
+)
+from .scorers import (
+    FairnessScorer,
+    demographic_parity_scorer,
+    equal_opportunity_scorer,
+    equalized_odds_scorer,
+    make_fairness_scorer,
+)
+
+__all__ = [
+    "FairnessScorer",
+    "GroupEncoder",
+    "check_min_group_fraction",
+    "demographic_parity_scorer",
+    "demographic_parity_violation",
+    "encode_sensitive_features",
+    "equal_opportunity_scorer",
+    "equal_opportunity_violation",
+    "equalized_odds_scorer",
+    "equalized_odds_violation",
+    "make_fairness_scorer",
+]
