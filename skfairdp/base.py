@@ -1,0 +1,154 @@
+"""Shared machinery of skfairdp's private classifiers (scikit-learn + skorch conventions)."""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .nn import build_module
+from .privacy.accountant import ACCOUNTANTS, PRIVACY_UNITS
+
+_PREFIXES = ("module__", "optimizer__")
+_PREDICT_CHUNK = 65536
+
+
+class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
+    """Base class: parameter routing, validation, module building and prediction.
+
+    Subclasses store their parameters in ``__init__`` and forward ``**kwargs``
+    (``module__*``/``optimizer__*``) to :meth:`_store_prefixed`. Those prefixed
+    parameters are visible to ``get_params``/``set_params``, so ``GridSearchCV``
+    can tune the architecture, as in skorch.
+    """
+
+    # fairlearn-style: request sensitive_features for fit under metadata routing.
+    __metadata_request__fit = {"sensitive_features": True}
+
+    _parameter_constraints: dict = {
+        "epsilon": [Interval(Real, 0, None, closed="neither"), Options(Real, {np.inf})],
+        "delta": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="neither")],
+        "privacy_unit": [StrOptions(set(PRIVACY_UNITS))],
+        "accountant": [StrOptions(set(ACCOUNTANTS))],
+        "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
+        "lr": [Interval(Real, 0, None, closed="neither")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "iterate": [StrOptions({"last", "random"})],
+        "module": [None, type, HasMethods(["forward"])],
+        "hidden_layer_sizes": ["array-like"],
+        "optimizer": [type],
+        "callbacks": [None, list, tuple],
+        "random_state": ["random_state"],
+        "secure_mode": ["boolean"],
+        "device": [str, torch.device],
+        "verbose": ["verbose"],
+    }
+
+    # -- skorch-style prefixed parameters ---------------------------------
+    def _store_prefixed(self, kwargs: dict) -> None:
+        for key, value in kwargs.items():
+            if not key.startswith(_PREFIXES):
+                raise TypeError(
+                    f"{type(self).__name__}.__init__() got an unexpected keyword argument {key!r} "
+                    f"(only {', '.join(p + '*' for p in _PREFIXES)} are routed)"
+                )
+            setattr(self, key, value)
+
+    def _prefixed(self, prefix: str) -> dict:
+        return {
+            k[len(prefix):]: v for k, v in vars(self).items() if k.startswith(prefix) and not k.endswith("_")
+        }
+
+    def get_params(self, deep: bool = True) -> dict:
+        params = super().get_params(deep=deep)
+        params.update({k: v for k, v in vars(self).items() if k.startswith(_PREFIXES)})
+        return params
+
+    def set_params(self, **params):
+        prefixed = {k: v for k, v in params.items() if k.startswith(_PREFIXES)}
+        for key, value in prefixed.items():
+            setattr(self, key, value)
+        rest = {k: v for k, v in params.items() if k not in prefixed}
+        return super().set_params(**rest) if rest else self
+
+    # -- validation ---------------------------------------------------------
+    def _validate_X_y(self, X, y):
+        X, y = validate_data(self, X, y, dtype=np.float32, ensure_min_samples=2, y_numeric=False)
+        check_classification_targets(y)
+        encoder = LabelEncoder().fit(y)
+        self.classes_ = encoder.classes_
+        if len(self.classes_) < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs at least 2 classes in y; got 1 class "
+                f"({self.classes_[0]!r})"
+            )
+        return X, encoder.transform(y).astype(np.int64)
+
+    def _device(self) -> torch.device:
+        device = torch.device(self.device)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device={self.device!r} was requested but CUDA is not available")
+        return device
+
+    def _build_module(self, n_features: int, n_outputs: int) -> torch.nn.Module:
+        return build_module(
+            self.module,
+            n_features=n_features,
+            n_outputs=n_outputs,
+            hidden_layer_sizes=tuple(self.hidden_layer_sizes),
+            module_kwargs=self._prefixed("module__"),
+        )
+
+    def _build_optimizer(self, module: torch.nn.Module) -> torch.optim.Optimizer:
+        params = [p for p in module.parameters() if p.requires_grad]
+        return self.optimizer(params, lr=self.lr, **self._prefixed("optimizer__"))
+
+    # -- prediction ---------------------------------------------------------
+    def _logits(self, X) -> np.ndarray:
+        check_is_fitted(self, "module_")
+        X = validate_data(self, X, dtype=np.float32, reset=False)
+        device = next(self.module_.parameters()).device
+        self.module_.eval()
+        chunks = []
+        with torch.no_grad():
+            for start in range(0, X.shape[0], _PREDICT_CHUNK):
+                xb = torch.from_numpy(np.ascontiguousarray(X[start : start + _PREDICT_CHUNK]))
+                chunks.append(self.module_(xb.to(device)).double().cpu().numpy())
+        if not chunks:
+            return np.empty((0, len(self.classes_)))
+        return np.concatenate(chunks)
+
+    def decision_function(self, X) -> np.ndarray:
+        """Logit scores: shape (n,) for binary tasks (class 1 vs 0), (n, n_classes) otherwise."""
+        logits = self._logits(X)
+        return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities (softmax of the logits); no sensitive features needed."""
+        logits = self._logits(X)
+        logits -= logits.max(axis=1, keepdims=True)
+        proba = np.exp(logits)
+        return proba / proba.sum(axis=1, keepdims=True)
+
+    def predict(self, X) -> np.ndarray:
+        """Most probable class; no sensitive features needed."""
+        return self.classes_[np.argmax(self._logits(X), axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        tags.input_tags.allow_nan = False
+        tags.non_deterministic = bool(getattr(self, "secure_mode", False))
+        return tags
+
+    @property
+    def history(self):
+        """Alias of ``history_`` for skorch callbacks, which write to ``net.history``."""
+        return self.history_

@@ -1,0 +1,205 @@
+"""The private training loop: Poisson batch -> per-sample gradients -> clip -> noise -> step."""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from skorch.history import History
+from tqdm.auto import tqdm
+
+from ..privacy.random import RandomSource
+from .clipping import clipped_sum
+from .per_sample import PerSampleGradients
+from .problem import PrimalDualProblem
+
+
+@dataclass
+class NoiseConfig:
+    """Clipping and noise of one private step; ``None`` fields mean non-private.
+
+    ``primal_multiplier`` and ``dual_multiplier`` are the noise standard
+    deviations divided by the respective clipping norms.
+    """
+
+    max_grad_norm: float | None = None
+    primal_multiplier: float | None = None
+    dual_multiplier: float | None = None
+
+    @property
+    def private(self) -> bool:
+        return self.max_grad_norm is not None
+
+
+@dataclass
+class TrainingResult:
+    """What the loop executed: steps taken, history, and the chosen iterate."""
+
+    steps: int = 0
+    epochs: int = 0
+    history: History = field(default_factory=History)
+    stopped_early: bool = False
+
+
+def train(
+    module: torch.nn.Module,
+    X: torch.Tensor,
+    batch_tensors: tuple[torch.Tensor, ...],
+    problem: PrimalDualProblem,
+    *,
+    sampler,
+    optimizer: torch.optim.Optimizer,
+    noise: NoiseConfig,
+    random: RandomSource,
+    max_epochs: int,
+    iterate: str = "last",
+    callbacks=(),
+    net=None,
+    verbose: int = 0,
+    per_sample_strategy: str = "auto",
+) -> TrainingResult:
+    """Run noisy simultaneous gradient descent-ascent.
+
+    Per step: draw a batch, one forward pass, per-sample gradients of the
+    problem's objectives, clip the private ones, sum, add Gaussian noise, divide
+    by the expected batch size (private) or the batch size (non-private), take an
+    optimizer step on the module and a dual step on the problem.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        Model being trained (in place).
+    X : Tensor (n, ...)
+        All training inputs, on the training device.
+    batch_tensors : tuple of Tensor
+        Per-row tensors (labels, groups, ...) indexed alongside ``X``.
+    problem : PrimalDualProblem
+        The estimator's objective and dual state.
+    sampler : PoissonSampler or ShuffledBatches
+        Batches of row indices.
+    optimizer : torch.optim.Optimizer
+        Applied to the privatised gradient.
+    noise : NoiseConfig
+        Clipping norm and noise multipliers (all None for non-private training).
+    random : RandomSource
+        Noise source.
+    max_epochs : int
+        Number of (expected) passes.
+    iterate : {"last", "random"}
+        Return the last iterate or one drawn uniformly from steps 1..T.
+    callbacks : sequence
+        skorch-style callbacks (``on_train_begin``, ``on_epoch_begin``,
+        ``on_epoch_end``, ``on_train_end``), called with ``net``. Raising
+        ``KeyboardInterrupt`` (as skorch's ``EarlyStopping`` does) stops training;
+        only executed steps are accounted.
+    net : object
+        Passed to callbacks as ``net``.
+    verbose : int
+        0 silent, 1 a progress bar over epochs, 2 also one over each epoch's steps.
+    per_sample_strategy : str
+        See :class:`PerSampleGradients`.
+    """
+    device = X.device
+    grads_of = PerSampleGradients(module, per_sample_strategy)
+    m = sampler.expected_batch_size
+    total_steps = max_epochs * sampler.steps_per_epoch
+    snapshot_step = (
+        int(np.ceil(random.uniform(1)[0] * total_steps)) if iterate == "random" else None
+    )
+    snapshot = None
+    result = TrainingResult()
+    history = result.history
+    for cb in callbacks:
+        getattr(cb, "initialize", lambda: None)()
+        getattr(cb, "on_train_begin", lambda *a, **k: None)(net)
+    epochs = tqdm(range(max_epochs), disable=verbose < 1, desc="epochs", leave=False)
+    try:
+        for epoch in epochs:
+            history.new_epoch()
+            history.record("epoch", epoch + 1)
+            for cb in callbacks:
+                getattr(cb, "on_epoch_begin", lambda *a, **k: None)(net)
+            start = time.perf_counter()
+            totals: dict[str, float] = {}
+            n_seen = 0
+            batches = tqdm(
+                sampler.epoch(), total=sampler.steps_per_epoch, disable=verbose < 2, leave=False
+            )
+            for idx in batches:
+                idx_t = torch.from_numpy(idx).to(device)
+                batch = problem.prepare_batch(*(t.index_select(0, idx_t) for t in batch_tensors))
+                metrics = _step(
+                    module, grads_of, X.index_select(0, idx_t), batch, problem, optimizer,
+                    noise, random, m,
+                )
+                for key, value in metrics.items():
+                    totals[key] = totals.get(key, 0.0) + value
+                n_seen += len(idx)
+                result.steps += 1
+                if result.steps == snapshot_step:
+                    snapshot = copy.deepcopy(module.state_dict())
+            for key, value in totals.items():
+                history.record(key, value / max(n_seen, 1))
+            history.record("steps", result.steps)
+            history.record("dur", time.perf_counter() - start)
+            result.epochs = epoch + 1
+            for cb in callbacks:
+                getattr(cb, "on_epoch_end", lambda *a, **k: None)(net)
+            if verbose >= 1 and "loss" in totals:
+                epochs.set_postfix(loss=f"{totals['loss'] / max(n_seen, 1):.4f}")
+    except KeyboardInterrupt:
+        result.stopped_early = True
+    for cb in callbacks:
+        getattr(cb, "on_train_end", lambda *a, **k: None)(net)
+    if iterate == "random" and snapshot is not None:
+        module.load_state_dict(snapshot)
+    return result
+
+
+def _step(module, grads_of, Xb, batch, problem, optimizer, noise, random, m):
+    """One descent-ascent step; returns the step's diagnostic sums."""
+    n_params = grads_of.n_params
+    device = Xb.device
+    primal = torch.zeros(n_params, device=device, dtype=torch.float32)
+    metrics: dict[str, float] = {}
+    outputs = None
+    if Xb.shape[0] > 0:
+        grads, outputs = grads_of(Xb, problem.primal_objectives, *batch)
+        for g, is_private in zip(grads, problem.private_primal):
+            if is_private and noise.private:
+                primal += clipped_sum(g, noise.max_grad_norm)[0]
+            else:
+                primal += g.sum(0)
+        metrics = problem.step_metrics(outputs, *batch)
+    if noise.private and any(problem.private_primal):
+        primal += random.normal(n_params, noise.primal_multiplier * noise.max_grad_norm)
+    denominator = m if noise.private else max(Xb.shape[0], 1)
+    primal /= denominator
+    optimizer.zero_grad(set_to_none=False)
+    for p, g in zip(grads_of.params, grads_of.unflatten(primal)):
+        p.grad = g.clone() if p.grad is None else p.grad.copy_(g)
+    optimizer.step()
+    _dual_step(problem, outputs, batch, noise, random, denominator, device)
+    return metrics
+
+
+def _dual_step(problem, outputs, batch, noise, random, denominator, device):
+    contributions = problem.dual_contributions(outputs, *batch)
+    if contributions is None:
+        return
+    public, private_rows = contributions
+    total = public.clone() if public is not None else None
+    if private_rows is not None:
+        if noise.private:
+            part = clipped_sum(private_rows, problem.dual_clip)[0]
+            part = part + random.normal(part.shape[0], noise.dual_multiplier * problem.dual_clip)
+        else:
+            part = private_rows.sum(0)
+        total = part if total is None else total + part
+    if total is not None:
+        problem.dual_step(total / denominator)
+
+

@@ -1,0 +1,39 @@
+"""What an estimator tells the engine: its per-sample objectives and its dual state."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+
+
+class PrimalDualProblem(Protocol):
+    """A per-sample min-max objective solved by noisy simultaneous descent-ascent.
+
+    ``primal_objectives`` returns per-sample objective vectors; the engine takes
+    per-sample gradients of each. Those flagged True in ``private_primal`` are
+    clipped to ``max_grad_norm`` and noised; the others are public (they do not
+    depend on what the privacy unit protects) and are summed exactly.
+
+    ``dual_contributions`` returns ``(public_sum, private_per_sample)`` for the
+    dual (ascent) variable, or ``None`` if there is no dual update this step; the
+    private rows are clipped to ``dual_clip`` and noised by the engine, and the
+    averaged result goes to ``dual_step``.
+    """
+
+    private_primal: tuple[bool, ...]
+    dual_clip: float
+
+    def prepare_batch(self, *batch: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Per-sample tensors for this step (e.g. coefficients from the current dual state)."""
+        ...
+
+    def primal_objectives(self, outputs: torch.Tensor, *batch: torch.Tensor): ...
+
+    def dual_contributions(self, outputs: torch.Tensor, *batch: torch.Tensor): ...
+
+    def dual_step(self, gradient: torch.Tensor) -> None: ...
+
+    def step_metrics(self, outputs: torch.Tensor, *batch: torch.Tensor) -> dict[str, float]:
+        """Per-step sums (not means) of diagnostics, e.g. loss; averaged per epoch."""
+        ...

@@ -1,0 +1,103 @@
+"""ERMI, the fairness regulariser of FERMI / DP-FERMI, in per-sample form.
+
+Notation (digest §1.3, checked against the paper's Theorem 3.2): ``F`` is the
+``(B, l)`` matrix of predicted class probabilities, ``s`` the group codes,
+``W`` a ``(k, l)`` matrix and ``pinv[r] = 1 / sqrt(p_S(r))``. The per-sample
+term is
+
+    psi_i(theta, W) = sum_j F_ij * (2 W[s_i, j] pinv[s_i] - sum_r W[r, j]^2) - 1,
+
+linear in ``F_i``; its batch mean is concave in ``W`` and maximised at
+``W*[r, j] = P(S=r | Yhat=j) / sqrt(p_S(r))`` where it equals ERMI. The paper
+prints ``E[y s^T]`` as ``k x l``; for the trace to type-check it is ``l x k``
+(the scalar form above sidesteps the typo).
+
+For conditional notions (equalized odds) each label value ``y`` has its own
+block ``W[y]`` and ``pinv[y] = 1 / sqrt(p_{S|Y}(. | y))``; sample ``i`` uses
+block ``y_i`` (digest §1.7), so a uniform minibatch mean weights block ``y`` by
+``p_Y(y)`` as in the paper's eq. (5).
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def psi_coefficients(
+    W: torch.Tensor, pinv: torch.Tensor, s: torch.Tensor, block: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split ``c_i`` (so that ``psi_i = <c_i, F_i> - 1``) into its two parts.
+
+    Parameters
+    ----------
+    W : Tensor (n_blocks, k, l)
+    pinv : Tensor (n_blocks, k)
+    s, block : Tensor (B,) of int64
+
+    Returns
+    -------
+    own : Tensor (B, l)
+        ``2 W[b_i, s_i, :] pinv[b_i, s_i]``, the only part that depends on ``s_i``.
+    shared : Tensor (B, l)
+        ``-sum_r W[b_i, r, :]^2``, which does not.
+    """
+    own = 2.0 * W[block, s, :] * pinv[block, s].unsqueeze(1)
+    shared = -(W**2).sum(dim=1)[block]
+    return own, shared
+
+
+def psi(F: torch.Tensor, W, pinv, s, block) -> torch.Tensor:
+    """Per-sample ``psi_i`` of shape (B,)."""
+    own, shared = psi_coefficients(W, pinv, s, block)
+    return (F * (own + shared)).sum(dim=1) - 1.0
+
+
+def psi_w_gradients(
+    F: torch.Tensor, W: torch.Tensor, pinv: torch.Tensor, s: torch.Tensor, block: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-sample gradients of ``psi_i`` in ``W`` (all blocks), as two parts.
+
+    ``grad_W psi_i = -2 W[b_i] diag(F_i) + 2 pinv[b_i, s_i] e_{s_i} F_i^T`` in
+    block ``b_i`` and zero elsewhere (Lemma D.1).
+
+    Returns
+    -------
+    shared : Tensor (B, n_blocks, k, l)
+        ``-2 W[b_i] diag(F_i)``: independent of ``s_i``.
+    own : Tensor (B, n_blocks, k, l)
+        ``2 pinv[b_i, s_i] e_{s_i} F_i^T``: the ``s``-dependent part, with
+        Frobenius norm ``2 pinv[b_i, s_i] ||F_i||``.
+    """
+    batch = F.shape[0]
+    rows = torch.arange(batch, device=F.device)
+    shared = F.new_zeros((batch, *W.shape))
+    shared[rows, block] = -2.0 * W[block] * F.unsqueeze(1)
+    own = F.new_zeros((batch, *W.shape))
+    own[rows, block, s] = 2.0 * pinv[block, s].unsqueeze(1) * F
+    return shared, own
+
+
+def optimal_w(F: torch.Tensor, s: torch.Tensor, n_groups: int, p_s: torch.Tensor) -> torch.Tensor:
+    """The inner maximiser ``W*[r, j] = p(Yhat=j, S=r) / (sqrt(p_S(r)) p(Yhat=j))`` (one block)."""
+    joint = torch.zeros(n_groups, F.shape[1], dtype=F.dtype, device=F.device)
+    joint.index_add_(0, s, F)
+    joint /= F.shape[0]
+    return joint / (p_s.sqrt().unsqueeze(1) * F.mean(dim=0).unsqueeze(0))
+
+
+def ermi(F: torch.Tensor, s: torch.Tensor, n_groups: int, p_s: torch.Tensor | None = None) -> torch.Tensor:
+    """Empirical ERMI ``sum_{j,r} p(j, r)^2 / (p(j) p_S(r)) - 1`` of soft predictions."""
+    if p_s is None:
+        p_s = torch.bincount(s, minlength=n_groups).to(F.dtype) / F.shape[0]
+    joint = torch.zeros(n_groups, F.shape[1], dtype=F.dtype, device=F.device)
+    joint.index_add_(0, s, F)
+    joint /= F.shape[0]
+    return (joint**2 / (p_s.unsqueeze(1) * F.mean(dim=0).unsqueeze(0))).sum() - 1.0
+
+
+def project_frobenius(W: torch.Tensor, radius: float) -> torch.Tensor:
+    """Project each block ``W[b]`` onto the Frobenius ball of ``radius`` (in place)."""
+    norms = torch.linalg.matrix_norm(W, dim=(-2, -1))
+    scale = (radius / norms.clamp(min=1e-12)).clamp(max=1.0)
+    W.mul_(scale.view(-1, *([1] * (W.dim() - 1))))
+    return W

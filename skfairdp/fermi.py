@@ -1,0 +1,555 @@
+"""DPFermiClassifier: DP-FERMI (Lowy, Gupta & Razaviyayn, ICLR 2023).
+
+min over theta, max over W of  mean_i [ loss_i(theta) + lambda * psi_i(theta, W) ]
+with the ERMI per-sample term psi (see :mod:`skfairdp.ermi`), solved by noisy
+simultaneous gradient descent (theta) and projected ascent (W) on Poisson
+batches. What this module adds to the engine: the per-sample objective, the
+group-prior release, and how W moves.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from numbers import Real
+
+import dp_accounting
+import numpy as np
+import torch
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from . import ermi
+from .base import PrivateClassifierBase
+from .engine import NoiseConfig, train
+from .fairness import check_min_group_fraction, encode_sensitive_features
+from .privacy import (
+    PoissonSampler,
+    RandomSource,
+    ShuffledBatches,
+    calibrate_noise_multiplier,
+    epsilon_spent,
+    gaussian_release_event,
+    joint_noise_multiplier,
+    resolve_delta,
+    sampled_gaussian_steps_event,
+)
+from .privacy.closed_form import theorem_3_3_preconditions, theorem_3_3_sigmas
+from .privacy.events import compose
+
+FAIRNESS_NOTIONS = ("demographic_parity", "equalized_odds", "equal_opportunity")
+# Share of epsilon given to the one-off noisy group histogram when p_S is not public.
+GROUP_PRIOR_BUDGET_SHARE = 0.05
+# W's noise multiplier relative to theta's on the same batch: W is small (k x l)
+# and averages noise over many steps, so it tolerates more.
+DUAL_NOISE_RATIO = 2.0
+W_RADIUS_MARGIN = 1.1
+
+
+class ErmiProblem:
+    """The DP-FERMI min-max problem as the engine sees it (one object per fit)."""
+
+    def __init__(
+        self,
+        *,
+        W: torch.Tensor,
+        pinv: torch.Tensor,
+        fairness_weight: float,
+        w_radius: float,
+        lr_w: float,
+        privacy_unit: str,
+    ):
+        self.W = W
+        self.pinv = pinv
+        self.lam = float(fairness_weight)
+        self.w_radius = float(w_radius)
+        self.lr_w = float(lr_w)
+        self.sensitive_unit = privacy_unit == "sensitive"
+        # record: the whole objective is private; sensitive: only the s-dependent part.
+        self.private_primal = (False, True) if self.sensitive_unit else (True,)
+        max_pinv = float(pinv.max())
+        own_bound = 2.0 * max_pinv  # ||2 pinv[s] e_s F^T||_F <= 2 pinv[s]
+        shared_bound = 2.0 * self.w_radius  # ||2 W diag(F)||_F <= 2 ||W||_F
+        bound = own_bound if self.sensitive_unit else own_bound + shared_bound
+        self.dual_clip = self.lam * bound
+
+    def prepare_batch(self, y, s, block, active):
+        own, shared = ermi.psi_coefficients(self.W, self.pinv, s, block)
+        weight = self.lam * active
+        return y, s, block, weight, own, shared
+
+    def primal_objectives(self, outputs, y, s, block, weight, own, shared):
+        log_p = torch.log_softmax(outputs, dim=1)
+        F = log_p.exp()
+        loss = -log_p.gather(1, y.unsqueeze(1)).squeeze(1)
+        private = weight * (F * own).sum(dim=1)
+        public = loss + weight * ((F * shared).sum(dim=1) - 1.0)
+        return (public, private) if self.sensitive_unit else (public + private,)
+
+    def dual_contributions(self, outputs, y, s, block, weight, own, shared):
+        if self.lam == 0.0:
+            return None
+        if outputs is None:
+            return None, self.W.new_zeros((0, self.W.numel()))
+        F = torch.softmax(outputs, dim=1)
+        g_shared, g_own = ermi.psi_w_gradients(F, self.W, self.pinv, s, block)
+        w = weight.view(-1, 1, 1, 1)
+        g_shared, g_own = (g_shared * w).flatten(1), (g_own * w).flatten(1)
+        if self.sensitive_unit:
+            return g_shared.sum(0), g_own
+        return None, g_shared + g_own
+
+    def dual_step(self, gradient):
+        self.W.add_(self.lr_w * gradient.view_as(self.W))
+        ermi.project_frobenius(self.W, self.w_radius)
+
+    def step_metrics(self, outputs, y, s, block, weight, own, shared):
+        log_p = torch.log_softmax(outputs, dim=1)
+        F = log_p.exp()
+        active = weight != 0
+        psi = ((F * (own + shared)).sum(dim=1) - 1.0) * active
+        return {
+            "loss": float(-log_p.gather(1, y.unsqueeze(1)).sum()),
+            "psi": float(psi.sum()),
+        }
+
+
+class DPFermiClassifier(PrivateClassifierBase):
+    """Differentially private fair classifier by DP-FERMI.
+
+    Minimises cross-entropy plus ``fairness_weight`` times the exponential Rényi
+    mutual information (ERMI) between predictions and groups, through its
+    min-max reformulation, with noisy stochastic gradient descent-ascent on
+    Poisson-sampled batches (Lowy, Gupta & Razaviyayn, "Stochastic
+    Differentially Private and Fair Learning", ICLR 2023).
+
+    Parameters
+    ----------
+    fairness : {"demographic_parity", "equalized_odds", "equal_opportunity"}
+        Independence notion: ``Yhat ⟂ S``, ``Yhat ⟂ S | Y`` (one W per label), or
+        the positive-label part of the latter (``classes_[-1]``).
+    fairness_weight : float, default=1.0
+        ``lambda >= 0``. With 0 the estimator is DP-SGD and needs no groups.
+    epsilon : float, default=1.0
+        Target epsilon; ``np.inf`` trains without noise or clipping (shuffled
+        fixed-size batches) and reports ``privacy_spent_ == (inf, 0.0)``.
+    delta : "auto" or float, default="auto"
+        Target delta; ``"auto"`` is ``0.1/n`` rounded down to one digit.
+    privacy_unit : {"record", "sensitive"}, default="record"
+        ``"record"``: add/remove one row ``(x, s, y)``; the whole per-sample
+        gradient is clipped and noised. ``"sensitive"``: replace one row's
+        sensitive attribute with ``x, y`` public; only the ``s``-dependent part
+        of the gradients is clipped and noised, the loss gradient is exact.
+    max_grad_norm : float, default=1.0
+        Clipping norm ``C`` of the per-sample theta-gradient (record: of
+        ``loss_i + lambda psi_i``; sensitive: of the ``s``-dependent part of
+        ``lambda psi_i``).
+    w_radius : "auto" or float, default="auto"
+        Radius of the Frobenius ball W is projected on; ``"auto"`` is
+        ``1.1 * sqrt(l / rho)``, which contains the maximiser for every theta.
+    rho : float, default=0.05
+        Public lower bound on every group's frequency (within each label for
+        equalized odds). Group priors are clamped at ``rho`` (so the sensitivity
+        bounds hold on every dataset) and a released prior below it is an error.
+    group_priors : None, array-like or dict, default=None
+        Public group frequencies ``p_S`` (length ``k``, in the order of
+        ``group_encoder_.group_labels_``, or a mapping label -> frequency). For
+        conditional notions, a mapping class -> such priors. ``None`` releases
+        them once as a noisy histogram from 5% of epsilon.
+    lr : float, default=0.5
+        Learning rate of the theta optimizer.
+    lr_w : float, default=0.2
+        Step size of W's projected ascent (applied to ``lambda`` times the
+        W-gradient, as in the paper).
+    batch_size : int, default=256
+        Expected batch size ``m``; the sampling rate is ``m / n``.
+    max_epochs : int, default=20
+        Number of expected passes; ``T = max_epochs * ceil(n / m)`` steps.
+    iterate : {"last", "random"}, default="last"
+        Return the last iterate or the theorem's uniformly random one.
+    calibration : {"accountant", "paper"}, default="accountant"
+        ``"accountant"``: the noise multiplier is the smallest for which the
+        executed event (histogram + T joint theta/W releases) meets
+        ``(epsilon, delta)``. ``"paper"``: Theorem 3.3's closed-form sigmas
+        (preconditions checked, warning when they fail); ``privacy_spent_`` is
+        still what the accountant says the executed event costs.
+    accountant : {"auto", "rdp", "pld"}, default="auto"
+        RDP for ``privacy_unit="record"``, PLD for ``"sensitive"``.
+    module : None, nn.Module class or instance, default=None
+        ``None`` builds logistic regression (or an MLP with
+        ``hidden_layer_sizes``); a class receives ``module__*`` parameters.
+    hidden_layer_sizes : tuple of int, default=()
+        Hidden layers of the default module.
+    optimizer : torch.optim.Optimizer class, default=torch.optim.SGD
+        Receives ``lr`` and ``optimizer__*`` parameters.
+    sensitive_values : None or list, default=None
+        Public domain of the sensitive feature(s), so that which groups exist
+        is not learned from private data.
+    callbacks : None or list, default=None
+        skorch-style callbacks.
+    random_state : None, int or RandomState, default=None
+        Seeds initialisation, sampling and noise (for experiments only).
+    secure_mode : bool, default=False
+        Draw sampling and noise from the OS CSPRNG.
+    device : str, default="cpu"
+        Torch device.
+    verbose : int, default=0
+        1: progress bar over epochs; 2: also over steps.
+    **kwargs
+        ``module__*`` and ``optimizer__*`` parameters.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    module_ : torch.nn.Module
+    W_ : ndarray of shape (n_blocks, n_groups, n_classes)
+        Final ascent variable.
+    group_encoder_ : GroupEncoder or None
+    group_priors_ : ndarray of shape (n_blocks, n_groups)
+        Priors used (released noisily or public), before clamping at ``rho``.
+    privacy_spent_ : PrivacySpent
+        ``(epsilon, delta)`` of :attr:`dp_event_` by the accountant.
+    dp_event_ : dp_accounting.DpEvent
+        What the fit released.
+    noise_multiplier_ : float
+        Theta-noise std over ``max_grad_norm``.
+    dual_noise_multiplier_ : float
+        W-noise std over W's clipping norm.
+    effective_noise_multiplier_ : float
+        Joint multiplier of the per-step releases.
+    history_ : skorch.history.History
+        Per epoch: ``loss``, ``psi`` (ERMI surrogate at the current W), ``epsilon``
+        spent so far, ``steps``, ``dur``. Loss and psi are computed on raw
+        training batches and are NOT covered by the privacy guarantee.
+    n_steps_ : int
+    """
+
+    _parameter_constraints: dict = {
+        **PrivateClassifierBase._parameter_constraints,
+        "fairness": [StrOptions(set(FAIRNESS_NOTIONS))],
+        "fairness_weight": [Interval(Real, 0, None, closed="left")],
+        "w_radius": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "rho": [Interval(Real, 0, 0.5, closed="right")],
+        "group_priors": [None, "array-like", dict],
+        "lr_w": [Interval(Real, 0, None, closed="neither")],
+        "calibration": [StrOptions({"accountant", "paper"})],
+        "sensitive_values": [None, "array-like", dict],
+    }
+
+    def __init__(
+        self,
+        fairness: str = "demographic_parity",
+        fairness_weight: float = 1.0,
+        epsilon: float = 1.0,
+        delta="auto",
+        privacy_unit: str = "record",
+        max_grad_norm: float = 1.0,
+        w_radius="auto",
+        rho: float = 0.05,
+        group_priors=None,
+        lr: float = 0.5,
+        lr_w: float = 0.2,
+        batch_size: int = 256,
+        max_epochs: int = 20,
+        iterate: str = "last",
+        calibration: str = "accountant",
+        accountant: str = "auto",
+        module=None,
+        hidden_layer_sizes=(),
+        optimizer=torch.optim.SGD,
+        sensitive_values=None,
+        callbacks=None,
+        random_state=None,
+        secure_mode: bool = False,
+        device="cpu",
+        verbose: int = 0,
+        **kwargs,
+    ):
+        self.fairness = fairness
+        self.fairness_weight = fairness_weight
+        self.epsilon = epsilon
+        self.delta = delta
+        self.privacy_unit = privacy_unit
+        self.max_grad_norm = max_grad_norm
+        self.w_radius = w_radius
+        self.rho = rho
+        self.group_priors = group_priors
+        self.lr = lr
+        self.lr_w = lr_w
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.iterate = iterate
+        self.calibration = calibration
+        self.accountant = accountant
+        self.module = module
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.optimizer = optimizer
+        self.sensitive_values = sensitive_values
+        self.callbacks = callbacks
+        self.random_state = random_state
+        self.secure_mode = secure_mode
+        self.device = device
+        self.verbose = verbose
+        self._store_prefixed(kwargs)
+
+    def fit(self, X, y, *, sensitive_features=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Features (without the sensitive attribute, usually).
+        y : array-like of shape (n_samples,)
+            Class labels (binary or multi-class).
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
+            Group membership; several columns form joint groups. Required unless
+            ``fairness_weight == 0``.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        X, y_enc = self._validate_X_y(X, y)
+        n, n_classes = X.shape[0], len(self.classes_)
+        lam = float(self.fairness_weight)
+        private = not math.isinf(self.epsilon)
+        delta = resolve_delta(self.delta, n) if private else 0.0
+        device = self._device()
+        random = RandomSource(self.random_state, secure_mode=self.secure_mode, device=device)
+
+        uses_groups = lam > 0
+        if sensitive_features is None and uses_groups:
+            raise ValueError(
+                "sensitive_features is required when fairness_weight > 0: pass "
+                "fit(X, y, sensitive_features=...) (with metadata routing enabled inside a "
+                "Pipeline or GridSearchCV), or set fairness_weight=0."
+            )
+        if sensitive_features is not None:
+            codes, self.group_encoder_ = encode_sensitive_features(
+                sensitive_features, n, sensitive_values=self.sensitive_values
+            )
+            n_groups = self.group_encoder_.n_groups_
+        else:
+            codes, self.group_encoder_, n_groups = np.zeros(n, dtype=np.int64), None, 1
+
+        block, active, n_blocks = self._blocks(y_enc, n_classes)
+        rho = float(self.rho)
+        w_radius = (
+            W_RADIUS_MARGIN * math.sqrt(n_classes / rho) if self.w_radius == "auto" else float(self.w_radius)
+        )
+        sensitive_unit = self.privacy_unit == "sensitive"
+        releases_priors = uses_groups and self.group_priors is None
+
+        sampling_rate = min(1.0, self.batch_size / n)
+        sampler = (
+            PoissonSampler(n, sampling_rate, random)
+            if private
+            else ShuffledBatches(n, self.batch_size, random)
+        )
+        planned_steps = self.max_epochs * sampler.steps_per_epoch
+
+        # --- noise: histogram share first, then the per-step multipliers ---------
+        account = {"accountant": self.accountant, "privacy_unit": self.privacy_unit}
+        hist_z = math.inf
+        if private and releases_priors:
+            share = GROUP_PRIOR_BUDGET_SHARE
+            hist_z = calibrate_noise_multiplier(
+                share * self.epsilon, share * delta, gaussian_release_event, **account
+            )
+        hist_event = gaussian_release_event(hist_z) if private and releases_priors else None
+
+        priors = self._group_priors(codes, block, active, n_groups, n_blocks, hist_z, private,
+                                    sensitive_unit, random)
+        self.group_priors_ = priors
+        if uses_groups:
+            labels = self._prior_labels(n_blocks)
+            for b in range(n_blocks):
+                check_min_group_fraction(priors[b], rho, labels[b])
+        pinv = torch.as_tensor(np.maximum(priors, rho), dtype=torch.float32).rsqrt().to(device)
+
+        has_private_primal = private and (not sensitive_unit or lam > 0)
+        has_dual = private and lam > 0
+        problem = ErmiProblem(
+            W=torch.zeros(n_blocks, n_groups, n_classes, device=device),
+            pinv=pinv,
+            fairness_weight=lam,
+            w_radius=w_radius,
+            lr_w=self.lr_w,
+            privacy_unit=self.privacy_unit,
+        )
+        z_theta, z_w = self._noise_multipliers(
+            private, has_private_primal, has_dual, hist_event, sampling_rate, planned_steps,
+            delta, n, w_radius, n_classes, problem.dual_clip, lam, account,
+        )
+        self.noise_multiplier_ = z_theta
+        self.dual_noise_multiplier_ = z_w
+        self.effective_noise_multiplier_ = (
+            joint_noise_multiplier(z_theta, z_w) if has_private_primal or has_dual else math.inf
+        )
+
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            torch.manual_seed(random.torch_seed())
+            self.module_ = self._build_module(X.shape[1], n_classes).to(device=device, dtype=torch.float32)
+        optimizer = self._build_optimizer(self.module_)
+        tensors = tuple(
+            torch.as_tensor(a).to(device)
+            for a in (y_enc, codes, block, active.astype(np.float32))
+        )
+        noise = (
+            NoiseConfig(float(self.max_grad_norm), z_theta, z_w) if private else NoiseConfig()
+        )
+        self.module_.train()
+        result = train(
+            self.module_,
+            torch.from_numpy(X).to(device),
+            tensors,
+            problem,
+            sampler=sampler,
+            optimizer=optimizer,
+            noise=noise,
+            random=random,
+            max_epochs=self.max_epochs,
+            iterate=self.iterate,
+            callbacks=list(self.callbacks or ()),
+            net=self,
+            verbose=self.verbose,
+        )
+        self.module_.eval()
+        self.W_ = problem.W.cpu().numpy()
+        self.n_steps_ = result.steps
+        self.history_ = result.history
+
+        def event_after(steps: int):
+            if not private:
+                return dp_accounting.NonPrivateDpEvent()
+            return compose(
+                ([hist_event] if hist_event is not None else [])
+                + [sampled_gaussian_steps_event(self.effective_noise_multiplier_, sampling_rate, steps)]
+            )
+
+        self.dp_event_ = event_after(result.steps)
+        self.privacy_spent_ = epsilon_spent(self.dp_event_, delta, **account)
+        for row in self.history_:
+            row["epsilon"] = (
+                epsilon_spent(event_after(row["steps"]), delta, **account).epsilon
+                if row["steps"] != result.steps
+                else self.privacy_spent_.epsilon
+            )
+        return self
+
+    # -- pieces of fit ----------------------------------------------------------
+    def _blocks(self, y_enc, n_classes):
+        """Which W block each sample uses, and whether its psi term is active."""
+        n = len(y_enc)
+        if self.fairness == "demographic_parity":
+            return np.zeros(n, dtype=np.int64), np.ones(n), 1
+        if self.fairness == "equalized_odds":
+            return y_enc.astype(np.int64), np.ones(n), n_classes
+        positive = n_classes - 1
+        return np.zeros(n, dtype=np.int64), (y_enc == positive).astype(float), 1
+
+    def _prior_labels(self, n_blocks):
+        groups = list(self.group_encoder_.group_labels_)
+        if self.fairness == "demographic_parity":
+            return [groups]
+        if self.fairness == "equal_opportunity":
+            return [[f"{g} | y={self.classes_[-1]!r}" for g in groups]]
+        return [[f"{g} | y={c!r}" for g in groups] for c in self.classes_[:n_blocks]]
+
+    def _group_priors(self, codes, block, active, n_groups, n_blocks, hist_z, private,
+                      sensitive_unit, random):
+        if self.fairness_weight == 0:
+            return np.full((n_blocks, n_groups), 1.0 / n_groups)
+        if self.group_priors is not None:
+            return self._public_priors(n_groups, n_blocks)
+        cell = block * n_groups + codes
+        counts = np.bincount(cell, weights=active, minlength=n_blocks * n_groups).astype(float)
+        if private:
+            # record: one row moves one count (L2 sensitivity 1); sensitive: a
+            # replaced s moves two counts by 1 (L2 sqrt 2), and PLD's replace-one
+            # Gaussian models a shift of 2 per unit of sensitivity: sigma = z / sqrt 2.
+            std = hist_z / math.sqrt(2.0) if sensitive_unit else hist_z
+            counts = counts + random.normal(counts.shape, std, dtype=torch.float64).cpu().numpy()
+        counts = np.clip(counts, 0.0, None).reshape(n_blocks, n_groups)
+        totals = counts.sum(axis=1, keepdims=True)
+        return counts / np.where(totals > 0, totals, 1.0)
+
+    def _public_priors(self, n_groups, n_blocks):
+        labels = list(self.group_encoder_.group_labels_)
+
+        def as_vector(spec, where):
+            if isinstance(spec, dict):
+                missing = [g for g in labels if g not in spec]
+                if missing:
+                    raise ValueError(f"group_priors{where} has no entry for groups {missing}")
+                vec = np.array([spec[g] for g in labels], dtype=float)
+            else:
+                vec = np.asarray(spec, dtype=float).ravel()
+            if vec.shape != (n_groups,) or np.any(vec < 0) or not np.isclose(vec.sum(), 1.0):
+                raise ValueError(
+                    f"group_priors{where} must give {n_groups} non-negative frequencies summing "
+                    f"to 1 (one per group {labels}); got {vec.tolist()}"
+                )
+            return vec
+
+        if self.fairness == "demographic_parity":
+            return as_vector(self.group_priors, "")[None, :]
+        spec = self.group_priors
+        if not isinstance(spec, dict) or not all(c in spec for c in self.classes_):
+            raise ValueError(
+                f"with fairness={self.fairness!r}, group_priors must map each class in "
+                f"{list(self.classes_)} to that class's group frequencies p(S | Y=class)"
+            )
+        if self.fairness == "equal_opportunity":
+            return as_vector(spec[self.classes_[-1]], f"[{self.classes_[-1]!r}]")[None, :]
+        return np.stack([as_vector(spec[c], f"[{c!r}]") for c in self.classes_])
+
+    def _noise_multipliers(self, private, has_private_primal, has_dual, hist_event,
+                           sampling_rate, steps, delta, n, w_radius, n_classes, dual_clip, lam,
+                           account):
+        if not private or not (has_private_primal or has_dual):
+            return math.inf, math.inf
+        if self.calibration == "paper":
+            return self._paper_multipliers(delta, n, steps, w_radius, n_classes, dual_clip, lam,
+                                           has_dual)
+        ratio = DUAL_NOISE_RATIO if has_dual else math.inf
+        spread = math.sqrt(1.0 + ratio**-2)  # z_theta = z_eff * spread when z_w = ratio * z_theta
+
+        def event(z_eff):
+            return compose(
+                ([hist_event] if hist_event is not None else [])
+                + [sampled_gaussian_steps_event(z_eff, sampling_rate, steps)]
+            )
+
+        z_eff = calibrate_noise_multiplier(self.epsilon, delta, event, **account)
+        if not has_private_primal:
+            return math.inf, z_eff
+        z_theta = z_eff * spread
+        return z_theta, (ratio * z_theta if has_dual else math.inf)
+
+    def _paper_multipliers(self, delta, n, steps, w_radius, n_classes, dual_clip, lam, has_dual):
+        m = self.batch_size
+        problems = theorem_3_3_preconditions(
+            epsilon=self.epsilon, delta=delta, n_samples=n, batch_size=m, steps=steps
+        )
+        if problems:
+            warnings.warn(
+                "calibration='paper': Theorem 3.3's preconditions fail (" + "; ".join(problems)
+                + "); its sigmas then carry no guarantee. privacy_spent_ reports what the "
+                "accountant says the executed event costs.",
+                UserWarning,
+                stacklevel=3,
+            )
+        sensitive_only = self.privacy_unit == "sensitive"
+        sigmas = theorem_3_3_sigmas(
+            epsilon=self.epsilon, delta=delta, n_samples=n, steps=steps, rho=float(self.rho),
+            lipschitz=float(self.max_grad_norm), w_bound=w_radius, n_classes=n_classes,
+            sensitive_only=sensitive_only,
+        )
+        # The sigmas are stds on averaged gradients; ours is added to sums of m rows.
+        # Alg. 1 scales the sensitive-unit theta noise by lambda; W noise scales with
+        # lambda in both units (digest §2.6 P4).
+        theta_std = sigmas.sigma_theta * m * (lam if sensitive_only else 1.0)
+        z_theta = theta_std / self.max_grad_norm if theta_std > 0 else math.inf
+        z_w = (lam * sigmas.sigma_w * m) / dual_clip if has_dual else math.inf
+        return z_theta, z_w

@@ -1,0 +1,156 @@
+"""Accountant facade: event -> epsilon, and target epsilon -> noise multiplier.
+
+Two neighbouring relations are supported, named by ``privacy_unit``:
+
+``"record"``
+    add or remove one whole row ``(x, s, y)`` (dp-accounting's
+    ``ADD_OR_REMOVE_ONE``).
+``"sensitive"``
+    replace one row's sensitive attribute, ``x`` and ``y`` public
+    (``REPLACE_ONE``). dp-accounting's RDP accountant has no Poisson-sampled
+    Gaussian under replace-one, so this unit is accounted with PLD, which models
+    it exactly (contributions of norm at most the sensitivity on either side).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import dp_accounting
+from dp_accounting.pld import PLDAccountant
+from dp_accounting.rdp import RdpAccountant
+
+PRIVACY_UNITS = ("record", "sensitive")
+ACCOUNTANTS = ("auto", "rdp", "pld")
+# Pessimistic discretisation: reported epsilons are upper bounds.
+PLD_DISCRETIZATION = 1e-3
+
+
+class PrivacySpent(NamedTuple):
+    """The ``(epsilon, delta)`` guarantee of an executed event."""
+
+    epsilon: float
+    delta: float
+
+
+def neighboring_relation(privacy_unit: str) -> dp_accounting.NeighboringRelation:
+    """dp-accounting's neighbouring relation for a ``privacy_unit``."""
+    if privacy_unit == "record":
+        return dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+    if privacy_unit == "sensitive":
+        return dp_accounting.NeighboringRelation.REPLACE_ONE
+    raise ValueError(f"privacy_unit must be one of {PRIVACY_UNITS}, got {privacy_unit!r}")
+
+
+def resolve_accountant(accountant: str, privacy_unit: str) -> str:
+    """Resolve ``"auto"`` (RDP for ``record``, PLD for ``sensitive``) and check support."""
+    if accountant not in ACCOUNTANTS:
+        raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}")
+    if accountant == "auto":
+        return "rdp" if privacy_unit == "record" else "pld"
+    if accountant == "rdp" and privacy_unit == "sensitive":
+        raise ValueError(
+            "accountant='rdp' cannot account privacy_unit='sensitive': dp-accounting's RDP "
+            "accountant has no Poisson-sampled Gaussian under replace-one. Use "
+            "accountant='pld' or 'auto'."
+        )
+    return accountant
+
+
+def make_accountant(
+    accountant: str = "auto", privacy_unit: str = "record"
+) -> dp_accounting.PrivacyAccountant:
+    """A fresh dp-accounting accountant for the unit's neighbouring relation."""
+    relation = neighboring_relation(privacy_unit)
+    kind = resolve_accountant(accountant, privacy_unit)
+    if kind == "rdp":
+        return RdpAccountant(neighboring_relation=relation)
+    return PLDAccountant(relation, value_discretization_interval=PLD_DISCRETIZATION)
+
+
+def epsilon_spent(
+    event: dp_accounting.DpEvent,
+    delta: float,
+    *,
+    accountant: str = "auto",
+    privacy_unit: str = "record",
+) -> PrivacySpent:
+    """The epsilon at ``delta`` of an executed event.
+
+    A :class:`~dp_accounting.NonPrivateDpEvent` anywhere gives ``(inf, 0.0)``;
+    an event that released nothing private gives ``(0.0, 0.0)``.
+    """
+    if _contains(event, dp_accounting.NonPrivateDpEvent):
+        return PrivacySpent(math.inf, 0.0)
+    if isinstance(event, dp_accounting.NoOpDpEvent):
+        return PrivacySpent(0.0, 0.0)
+    acc = make_accountant(accountant, privacy_unit)
+    acc.compose(event)
+    return PrivacySpent(float(acc.get_epsilon(delta)), float(delta))
+
+
+def calibrate_noise_multiplier(
+    target_epsilon: float,
+    delta: float,
+    make_event: Callable[[float], dp_accounting.DpEvent],
+    *,
+    accountant: str = "auto",
+    privacy_unit: str = "record",
+    tol: float = 1e-3,
+) -> float:
+    """Smallest noise multiplier whose event spends at most ``target_epsilon``.
+
+    Parameters
+    ----------
+    target_epsilon : float
+        Target epsilon, ``> 0``; ``inf`` returns 0 (no noise).
+    delta : float
+        Target delta in ``(0, 1)``.
+    make_event : callable
+        Maps a noise multiplier to the event that would be executed with it.
+    accountant, privacy_unit : str
+        See :func:`make_accountant`.
+    tol : float
+        Relative tolerance on the multiplier (the search is rounded upwards,
+        so the returned multiplier never overspends).
+
+    Returns
+    -------
+    float
+        The noise multiplier.
+    """
+    if math.isinf(target_epsilon):
+        return 0.0
+    relation_check = resolve_accountant(accountant, privacy_unit)  # fail early
+    del relation_check
+
+    def spent(z: float) -> float:
+        return epsilon_spent(
+            make_event(z), delta, accountant=accountant, privacy_unit=privacy_unit
+        ).epsilon
+
+    lo, hi = 0.0, 1.0
+    while spent(hi) > target_epsilon:
+        lo, hi = hi, hi * 2.0
+        if hi > 1e6:
+            raise ValueError(
+                f"no noise multiplier reaches epsilon={target_epsilon} at delta={delta}"
+            )
+    while hi - lo > tol * hi:
+        mid = 0.5 * (lo + hi)
+        if spent(mid) > target_epsilon:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def _contains(event: dp_accounting.DpEvent, kind: type) -> bool:
+    if isinstance(event, kind):
+        return True
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        return any(_contains(e, kind) for e in event.events)
+    inner = getattr(event, "event", None)
+    return inner is not None and _contains(inner, kind)

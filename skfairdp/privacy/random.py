@@ -1,0 +1,76 @@
+"""Where a fit's randomness comes from: a seeded generator, or the OS CSPRNG.
+
+Seeded noise (``random_state``) makes experiments reproducible and is *not* a
+deployment setting: whoever knows the seed can subtract the noise.
+``secure_mode=True`` draws every noise and sampling bit from ``os.urandom``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import torch
+from sklearn.utils import check_random_state
+
+
+class RandomSource:
+    """Uniforms for sampling and Gaussians for noise, from one seed or the OS.
+
+    Parameters
+    ----------
+    random_state : None, int or numpy RandomState
+        Seed, as in scikit-learn. Ignored when ``secure_mode`` is True.
+    secure_mode : bool
+        Draw all randomness from the OS CSPRNG (``os.urandom``).
+    device : torch.device or str
+        Device on which Gaussian noise is returned.
+    """
+
+    def __init__(self, random_state=None, *, secure_mode: bool = False, device="cpu"):
+        self.secure_mode = bool(secure_mode)
+        self.device = torch.device(device)
+        if self.secure_mode:
+            self.seed = None
+            self.cpu_generator = None
+            self.noise_generator = None
+            return
+        self.seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+        self.cpu_generator = torch.Generator().manual_seed(self.seed)
+        if self.device.type == "cpu":
+            self.noise_generator = self.cpu_generator
+        else:
+            self.noise_generator = torch.Generator(self.device).manual_seed(self.seed + 1)
+
+    def uniform(self, size: int) -> np.ndarray:
+        """``size`` float64 uniforms in ``(0, 1]``."""
+        if self.secure_mode:
+            bits = np.frombuffer(os.urandom(8 * size), dtype=np.uint64)
+            return ((bits >> np.uint64(11)).astype(np.float64) + 1.0) * 2.0**-53
+        u = torch.rand(size, generator=self.cpu_generator, dtype=torch.float64).numpy()
+        return 1.0 - u  # (0, 1]
+
+    def permutation(self, n: int) -> np.ndarray:
+        """A uniformly random permutation of ``range(n)`` (non-private training only)."""
+        if self.secure_mode:
+            return np.argsort(self.uniform(n), kind="stable")
+        return torch.randperm(n, generator=self.cpu_generator).numpy()
+
+    def normal(self, shape, std: float, dtype=torch.float32) -> torch.Tensor:
+        """Gaussian noise ``N(0, std^2)`` of ``shape`` on :attr:`device`."""
+        shape = tuple(shape) if not isinstance(shape, int) else (shape,)
+        if self.secure_mode:
+            size = int(np.prod(shape, dtype=np.int64))
+            u1 = self.uniform((size + 1) // 2)
+            u2 = self.uniform((size + 1) // 2)
+            radius = np.sqrt(-2.0 * np.log(u1))
+            z = np.concatenate([radius * np.cos(2 * np.pi * u2), radius * np.sin(2 * np.pi * u2)])
+            return torch.from_numpy(z[:size] * std).to(self.device, dtype).reshape(shape)
+        noise = torch.empty(shape, device=self.device, dtype=dtype)
+        return noise.normal_(0.0, std, generator=self.noise_generator)
+
+    def torch_seed(self) -> int:
+        """A seed for torch's global RNG (module initialisation)."""
+        if self.secure_mode:
+            return int.from_bytes(os.urandom(7), "little")
+        return int(torch.randint(2**62, (1,), generator=self.cpu_generator))

@@ -1,0 +1,91 @@
+"""Batch samplers: Poisson sampling for private training, shuffled epochs otherwise."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .random import RandomSource
+
+
+class PoissonSampler:
+    """Each row joins each batch independently with probability ``sampling_rate``.
+
+    Batch sizes vary (an empty batch is still a step); the expected batch size is
+    ``sampling_rate * n_samples``. Sampling is O(batch size) per step: gaps between
+    selected rows are geometric.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of rows.
+    sampling_rate : float
+        ``q`` in ``(0, 1]``.
+    random : RandomSource
+        Source of uniforms.
+    """
+
+    def __init__(self, n_samples: int, sampling_rate: float, random: RandomSource):
+        if not 0 < sampling_rate <= 1:
+            raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}")
+        self.n_samples = int(n_samples)
+        self.sampling_rate = float(sampling_rate)
+        self.random = random
+
+    @property
+    def expected_batch_size(self) -> float:
+        return self.sampling_rate * self.n_samples
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return max(1, math.ceil(1.0 / self.sampling_rate))
+
+    def sample(self) -> np.ndarray:
+        """Indices of one Poisson batch, sorted."""
+        n, q = self.n_samples, self.sampling_rate
+        if q >= 1.0:
+            return np.arange(n)
+        log1m_q = math.log1p(-q)
+        chunks, position = [], -1
+        while True:
+            expected = (n - 1 - position) * q
+            size = int(expected + 6.0 * math.sqrt(expected) + 16)
+            gaps = np.floor(np.log(self.random.uniform(size)) / log1m_q).astype(np.int64) + 1
+            idx = position + np.cumsum(gaps)
+            if idx[-1] >= n:
+                chunks.append(idx[idx < n])
+                return np.concatenate(chunks)
+            chunks.append(idx)
+            position = int(idx[-1])
+
+    def epoch(self):
+        """Yield the batches of one (expected) epoch."""
+        for _ in range(self.steps_per_epoch):
+            yield self.sample()
+
+
+class ShuffledBatches:
+    """Fixed-size batches of a fresh permutation each epoch (non-private training only)."""
+
+    def __init__(self, n_samples: int, batch_size: int, random: RandomSource):
+        self.n_samples = int(n_samples)
+        self.batch_size = int(min(batch_size, n_samples))
+        self.random = random
+
+    @property
+    def expected_batch_size(self) -> float:
+        return float(self.batch_size)
+
+    @property
+    def sampling_rate(self) -> float:
+        return self.batch_size / self.n_samples
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return math.ceil(self.n_samples / self.batch_size)
+
+    def epoch(self):
+        order = self.random.permutation(self.n_samples)
+        for start in range(0, self.n_samples, self.batch_size):
+            yield np.sort(order[start : start + self.batch_size])
