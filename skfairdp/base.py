@@ -63,7 +63,9 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
 
     def _prefixed(self, prefix: str) -> dict:
         return {
-            k[len(prefix):]: v for k, v in vars(self).items() if k.startswith(prefix) and not k.endswith("_")
+            k[len(prefix) :]: v
+            for k, v in vars(self).items()
+            if k.startswith(prefix) and not k.endswith("_")
         }
 
     def get_params(self, deep: bool = True) -> dict:

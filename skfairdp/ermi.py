@@ -68,12 +68,13 @@ def psi_w_gradients(
         ``2 pinv[b_i, s_i] e_{s_i} F_i^T``: the ``s``-dependent part, with
         Frobenius norm ``2 pinv[b_i, s_i] ||F_i||``.
     """
-    batch = F.shape[0]
-    rows = torch.arange(batch, device=F.device)
-    shared = F.new_zeros((batch, *W.shape))
-    shared[rows, block] = -2.0 * W[block] * F.unsqueeze(1)
-    own = F.new_zeros((batch, *W.shape))
-    own[rows, block, s] = 2.0 * pinv[block, s].unsqueeze(1) * F
+    block_mask = torch.nn.functional.one_hot(block, W.shape[0]).to(F.dtype)  # (B, n_blocks)
+    group_scale = torch.nn.functional.one_hot(s, W.shape[1]).to(F.dtype) * pinv[block, s].unsqueeze(
+        1
+    )
+    F_ = F[:, None, None, :]
+    shared = -2.0 * block_mask[:, :, None, None] * W.unsqueeze(0) * F_
+    own = 2.0 * block_mask[:, :, None, None] * group_scale[:, None, :, None] * F_
     return shared, own
 
 
@@ -85,7 +86,9 @@ def optimal_w(F: torch.Tensor, s: torch.Tensor, n_groups: int, p_s: torch.Tensor
     return joint / (p_s.sqrt().unsqueeze(1) * F.mean(dim=0).unsqueeze(0))
 
 
-def ermi(F: torch.Tensor, s: torch.Tensor, n_groups: int, p_s: torch.Tensor | None = None) -> torch.Tensor:
+def ermi(
+    F: torch.Tensor, s: torch.Tensor, n_groups: int, p_s: torch.Tensor | None = None
+) -> torch.Tensor:
     """Empirical ERMI ``sum_{j,r} p(j, r)^2 / (p(j) p_S(r)) - 1`` of soft predictions."""
     if p_s is None:
         p_s = torch.bincount(s, minlength=n_groups).to(F.dtype) / F.shape[0]

@@ -72,9 +72,10 @@ class ErmiProblem:
         bound = own_bound if self.sensitive_unit else own_bound + shared_bound
         self.dual_clip = self.lam * bound
 
-    def prepare_batch(self, y, s, block, active):
+    def prepare_batch(self, codes):
+        y, s, block, active = codes.unbind(dim=1)
         own, shared = ermi.psi_coefficients(self.W, self.pinv, s, block)
-        weight = self.lam * active
+        weight = self.lam * active.to(own.dtype)
         return y, s, block, weight, own, shared
 
     def primal_objectives(self, outputs, y, s, block, weight, own, shared):
@@ -107,10 +108,7 @@ class ErmiProblem:
         F = log_p.exp()
         active = weight != 0
         psi = ((F * (own + shared)).sum(dim=1) - 1.0) * active
-        return {
-            "loss": float(-log_p.gather(1, y.unsqueeze(1)).sum()),
-            "psi": float(psi.sum()),
-        }
+        return {"loss": -log_p.gather(1, y.unsqueeze(1)).sum(), "psi": psi.sum()}
 
 
 class DPFermiClassifier(PrivateClassifierBase):
@@ -335,7 +333,9 @@ class DPFermiClassifier(PrivateClassifierBase):
         block, active, n_blocks = self._blocks(y_enc, n_classes)
         rho = float(self.rho)
         w_radius = (
-            W_RADIUS_MARGIN * math.sqrt(n_classes / rho) if self.w_radius == "auto" else float(self.w_radius)
+            W_RADIUS_MARGIN * math.sqrt(n_classes / rho)
+            if self.w_radius == "auto"
+            else float(self.w_radius)
         )
         sensitive_unit = self.privacy_unit == "sensitive"
         releases_priors = uses_groups and self.group_priors is None
@@ -358,8 +358,9 @@ class DPFermiClassifier(PrivateClassifierBase):
             )
         hist_event = gaussian_release_event(hist_z) if private and releases_priors else None
 
-        priors = self._group_priors(codes, block, active, n_groups, n_blocks, hist_z, private,
-                                    sensitive_unit, random)
+        priors = self._group_priors(
+            codes, block, active, n_groups, n_blocks, hist_z, private, sensitive_unit, random
+        )
         self.group_priors_ = priors
         if uses_groups:
             labels = self._prior_labels(n_blocks)
@@ -378,8 +379,19 @@ class DPFermiClassifier(PrivateClassifierBase):
             privacy_unit=self.privacy_unit,
         )
         z_theta, z_w = self._noise_multipliers(
-            private, has_private_primal, has_dual, hist_event, sampling_rate, planned_steps,
-            delta, n, w_radius, n_classes, problem.dual_clip, lam, account,
+            private,
+            has_private_primal,
+            has_dual,
+            hist_event,
+            sampling_rate,
+            planned_steps,
+            delta,
+            n,
+            w_radius,
+            n_classes,
+            problem.dual_clip,
+            lam,
+            account,
         )
         self.noise_multiplier_ = z_theta
         self.dual_noise_multiplier_ = z_w
@@ -389,19 +401,18 @@ class DPFermiClassifier(PrivateClassifierBase):
 
         with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
             torch.manual_seed(random.torch_seed())
-            self.module_ = self._build_module(X.shape[1], n_classes).to(device=device, dtype=torch.float32)
+            self.module_ = self._build_module(X.shape[1], n_classes).to(
+                device=device, dtype=torch.float32
+            )
         optimizer = self._build_optimizer(self.module_)
-        tensors = tuple(
-            torch.as_tensor(a).to(device)
-            for a in (y_enc, codes, block, active.astype(np.float32))
-        )
-        noise = (
-            NoiseConfig(float(self.max_grad_norm), z_theta, z_w) if private else NoiseConfig()
-        )
+        # one packed int64 tensor, so a step does a single index_select for it
+        packed = np.stack([y_enc, codes, block, active.astype(np.int64)], axis=1)
+        tensors = (torch.as_tensor(packed).to(device),)
+        noise = NoiseConfig(float(self.max_grad_norm), z_theta, z_w) if private else NoiseConfig()
         self.module_.train()
         result = train(
             self.module_,
-            torch.from_numpy(X).to(device),
+            torch.from_numpy(np.ascontiguousarray(X)).to(device),
             tensors,
             problem,
             sampler=sampler,
@@ -424,7 +435,11 @@ class DPFermiClassifier(PrivateClassifierBase):
                 return dp_accounting.NonPrivateDpEvent()
             return compose(
                 ([hist_event] if hist_event is not None else [])
-                + [sampled_gaussian_steps_event(self.effective_noise_multiplier_, sampling_rate, steps)]
+                + [
+                    sampled_gaussian_steps_event(
+                        self.effective_noise_multiplier_, sampling_rate, steps
+                    )
+                ]
             )
 
         self.dp_event_ = event_after(result.steps)
@@ -456,8 +471,9 @@ class DPFermiClassifier(PrivateClassifierBase):
             return [[f"{g} | y={self.classes_[-1]!r}" for g in groups]]
         return [[f"{g} | y={c!r}" for g in groups] for c in self.classes_[:n_blocks]]
 
-    def _group_priors(self, codes, block, active, n_groups, n_blocks, hist_z, private,
-                      sensitive_unit, random):
+    def _group_priors(
+        self, codes, block, active, n_groups, n_blocks, hist_z, private, sensitive_unit, random
+    ):
         if self.fairness_weight == 0:
             return np.full((n_blocks, n_groups), 1.0 / n_groups)
         if self.group_priors is not None:
@@ -504,14 +520,28 @@ class DPFermiClassifier(PrivateClassifierBase):
             return as_vector(spec[self.classes_[-1]], f"[{self.classes_[-1]!r}]")[None, :]
         return np.stack([as_vector(spec[c], f"[{c!r}]") for c in self.classes_])
 
-    def _noise_multipliers(self, private, has_private_primal, has_dual, hist_event,
-                           sampling_rate, steps, delta, n, w_radius, n_classes, dual_clip, lam,
-                           account):
+    def _noise_multipliers(
+        self,
+        private,
+        has_private_primal,
+        has_dual,
+        hist_event,
+        sampling_rate,
+        steps,
+        delta,
+        n,
+        w_radius,
+        n_classes,
+        dual_clip,
+        lam,
+        account,
+    ):
         if not private or not (has_private_primal or has_dual):
             return math.inf, math.inf
         if self.calibration == "paper":
-            return self._paper_multipliers(delta, n, steps, w_radius, n_classes, dual_clip, lam,
-                                           has_dual)
+            return self._paper_multipliers(
+                delta, n, steps, w_radius, n_classes, dual_clip, lam, has_dual
+            )
         ratio = DUAL_NOISE_RATIO if has_dual else math.inf
         spread = math.sqrt(1.0 + ratio**-2)  # z_theta = z_eff * spread when z_w = ratio * z_theta
 
@@ -534,7 +564,8 @@ class DPFermiClassifier(PrivateClassifierBase):
         )
         if problems:
             warnings.warn(
-                "calibration='paper': Theorem 3.3's preconditions fail (" + "; ".join(problems)
+                "calibration='paper': Theorem 3.3's preconditions fail ("
+                + "; ".join(problems)
                 + "); its sigmas then carry no guarantee. privacy_spent_ reports what the "
                 "accountant says the executed event costs.",
                 UserWarning,
@@ -542,8 +573,14 @@ class DPFermiClassifier(PrivateClassifierBase):
             )
         sensitive_only = self.privacy_unit == "sensitive"
         sigmas = theorem_3_3_sigmas(
-            epsilon=self.epsilon, delta=delta, n_samples=n, steps=steps, rho=float(self.rho),
-            lipschitz=float(self.max_grad_norm), w_bound=w_radius, n_classes=n_classes,
+            epsilon=self.epsilon,
+            delta=delta,
+            n_samples=n,
+            steps=steps,
+            rho=float(self.rho),
+            lipschitz=float(self.max_grad_norm),
+            w_bound=w_radius,
+            n_classes=n_classes,
             sensitive_only=sensitive_only,
         )
         # The sigmas are stds on averaged gradients; ours is added to sums of m rows.

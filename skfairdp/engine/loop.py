@@ -123,7 +123,7 @@ def train(
             for cb in callbacks:
                 getattr(cb, "on_epoch_begin", lambda *a, **k: None)(net)
             start = time.perf_counter()
-            totals: dict[str, float] = {}
+            totals: dict[str, torch.Tensor] = {}
             n_seen = 0
             batches = tqdm(
                 sampler.epoch(), total=sampler.steps_per_epoch, disable=verbose < 2, leave=False
@@ -132,24 +132,31 @@ def train(
                 idx_t = torch.from_numpy(idx).to(device)
                 batch = problem.prepare_batch(*(t.index_select(0, idx_t) for t in batch_tensors))
                 metrics = _step(
-                    module, grads_of, X.index_select(0, idx_t), batch, problem, optimizer,
-                    noise, random, m,
+                    module,
+                    grads_of,
+                    X.index_select(0, idx_t),
+                    batch,
+                    problem,
+                    optimizer,
+                    noise,
+                    random,
+                    m,
                 )
                 for key, value in metrics.items():
-                    totals[key] = totals.get(key, 0.0) + value
+                    totals[key] = totals[key] + value.detach() if key in totals else value.detach()
                 n_seen += len(idx)
                 result.steps += 1
                 if result.steps == snapshot_step:
                     snapshot = copy.deepcopy(module.state_dict())
             for key, value in totals.items():
-                history.record(key, value / max(n_seen, 1))
+                history.record(key, float(value) / max(n_seen, 1))
             history.record("steps", result.steps)
             history.record("dur", time.perf_counter() - start)
             result.epochs = epoch + 1
             for cb in callbacks:
                 getattr(cb, "on_epoch_end", lambda *a, **k: None)(net)
             if verbose >= 1 and "loss" in totals:
-                epochs.set_postfix(loss=f"{totals['loss'] / max(n_seen, 1):.4f}")
+                epochs.set_postfix(loss=f"{float(totals['loss']) / max(n_seen, 1):.4f}")
     except KeyboardInterrupt:
         result.stopped_early = True
     for cb in callbacks:
@@ -172,7 +179,7 @@ def _step(module, grads_of, Xb, batch, problem, optimizer, noise, random, m):
             if is_private and noise.private:
                 primal += clipped_sum(g, noise.max_grad_norm)[0]
             else:
-                primal += g.sum(0)
+                primal += g.weighted_sum(torch.ones(Xb.shape[0], device=device))
         metrics = problem.step_metrics(outputs, *batch)
     if noise.private and any(problem.private_primal):
         primal += random.normal(n_params, noise.primal_multiplier * noise.max_grad_norm)
@@ -201,5 +208,3 @@ def _dual_step(problem, outputs, batch, noise, random, denominator, device):
         total = part if total is None else total + part
     if total is not None:
         problem.dual_step(total / denominator)
-
-

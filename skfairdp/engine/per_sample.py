@@ -66,7 +66,9 @@ class PerSampleGradients:
         if strategy == "auto":
             strategy = "linear" if _linear_only(module) else "vmap"
         if strategy == "linear" and not _linear_only(module):
-            raise ValueError("strategy='linear' needs a module whose parametrised layers are Linear")
+            raise ValueError(
+                "strategy='linear' needs a module whose parametrised layers are Linear"
+            )
         self.module = module
         self.strategy = strategy
         self.names = [n for n, p in module.named_parameters() if p.requires_grad]
@@ -92,7 +94,9 @@ class PerSampleGradients:
 
         Returns
         -------
-        grads : list of K tensors of shape (B, n_params)
+        grads : list of K per-sample gradient sets
+            :class:`DenseGradients` or :class:`FactoredLinearGradients`; each has
+            ``norms()``, ``weighted_sum(weights)`` and ``dense()``.
         outputs : Tensor
             The module's outputs for ``X``, detached.
         """
@@ -109,18 +113,17 @@ class PerSampleGradients:
             objs = objectives(out, *(e.unsqueeze(0) for e in extra))
             return torch.stack([o.squeeze(0) for o in objs]), out.squeeze(0)
 
-        jac, outputs = vmap(jacrev(one, has_aux=True), in_dims=(None, 0) + (0,) * len(per_sample))(
-            params, X, *per_sample
-        )
+        in_dims = (None, 0) + (0,) * len(per_sample)
+        jac, outputs = vmap(jacrev(one, has_aux=True), in_dims=in_dims)(params, X, *per_sample)
         batch = X.shape[0]
         flat = torch.cat([jac[n].reshape(batch, jac[n].shape[1], -1) for n in self.names], dim=2)
-        return [flat[:, k] for k in range(flat.shape[1])], outputs.detach()
+        return [DenseGradients(flat[:, k]) for k in range(flat.shape[1])], outputs.detach()
 
     def _linear(self, X, objectives, per_sample):
-        records: dict[nn.Linear, list[tuple[torch.Tensor, torch.Tensor]]] = {}
+        records: list[tuple[nn.Linear, torch.Tensor, torch.Tensor]] = []
 
         def hook(layer, inputs, output):
-            records.setdefault(layer, []).append((inputs[0].detach(), output))
+            records.append((layer, inputs[0].detach(), output))
 
         handles = [
             m.register_forward_hook(hook) for m in self.module.modules() if isinstance(m, nn.Linear)
@@ -131,43 +134,97 @@ class PerSampleGradients:
             for h in handles:
                 h.remove()
         objs = objectives(outputs, *per_sample)
-        layer_outputs = [out for calls in records.values() for _, out in calls]
+        layer_outputs = [out for _, _, out in records]
         grads = []
         for k, obj in enumerate(objs):
             backprops = torch.autograd.grad(
                 obj.sum(), layer_outputs, retain_graph=k < len(objs) - 1, allow_unused=True
             )
-            grads.append(self._assemble(records, backprops, X.shape[0], X.dtype, X.device))
+            factors = [
+                (layer, activation, grad_out)
+                for (layer, activation, _), grad_out in zip(records, backprops)
+                if grad_out is not None
+            ]
+            grads.append(FactoredLinearGradients(self.params, factors, X.shape[0]))
         return grads, outputs.detach()
-
-    def _assemble(self, records, backprops, batch, dtype, device):
-        per_param: dict[int, torch.Tensor] = {}
-        it = iter(backprops)
-        for layer, calls in records.items():
-            for activation, _ in calls:
-                grad_out = next(it)
-                if grad_out is None:
-                    continue
-                gw = torch.einsum("b...o,b...i->boi", grad_out, activation)
-                self._accumulate(per_param, layer.weight, gw)
-                if layer.bias is not None:
-                    gb = grad_out.reshape(batch, -1, grad_out.shape[-1]).sum(1)
-                    self._accumulate(per_param, layer.bias, gb)
-        columns = []
-        for p, size in zip(self.params, self.sizes):
-            g = per_param.get(id(p))
-            columns.append(
-                g.reshape(batch, size) if g is not None else torch.zeros(batch, size, dtype=dtype, device=device)
-            )
-        return torch.cat(columns, dim=1)
-
-    @staticmethod
-    def _accumulate(store, param, grad):
-        if not param.requires_grad:
-            return
-        key = id(param)
-        store[key] = grad if key not in store else store[key] + grad
 
     def unflatten(self, flat: torch.Tensor) -> list[torch.Tensor]:
         """Split a flat ``(n_params,)`` vector into parameter-shaped tensors."""
         return [chunk.view_as(p) for chunk, p in zip(flat.split(self.sizes), self.params)]
+
+
+class DenseGradients:
+    """Per-sample gradients stored as a ``(B, n_params)`` matrix."""
+
+    def __init__(self, matrix: torch.Tensor):
+        self.matrix = matrix
+
+    def norms(self) -> torch.Tensor:
+        return torch.linalg.vector_norm(self.matrix, dim=1)
+
+    def weighted_sum(self, weights: torch.Tensor) -> torch.Tensor:
+        return weights @ self.matrix
+
+    def dense(self) -> torch.Tensor:
+        return self.matrix
+
+
+class FactoredLinearGradients:
+    """Per-sample gradients of Linear layers, kept as (input, output-gradient) factors.
+
+    For a layer applied once to 2-D input ``a_i`` with output gradient ``b_i``,
+    the per-sample weight gradient is ``b_i a_i^T``: its squared norm is
+    ``|b_i|^2 |a_i|^2`` and a weighted sum over samples is ``(w * B)^T A``, so
+    no ``(B, n_params)`` tensor is formed. Layers applied several times or to
+    higher-rank input are materialised instead.
+    """
+
+    def __init__(self, params, factors, batch: int):
+        self.params = params
+        self.factors = factors
+        self.batch = batch
+        layers = [layer for layer, _, _ in factors]
+        self.simple = len(set(map(id, layers))) == len(layers) and all(
+            a.dim() == 2 for _, a, _ in factors
+        )
+
+    def norms(self) -> torch.Tensor:
+        if not self.simple:
+            return torch.linalg.vector_norm(self.dense(), dim=1)
+        sq = torch.zeros(self.batch, device=self.params[0].device)
+        for layer, a, b in self.factors:
+            b_sq = (b * b).sum(1)
+            if layer.weight.requires_grad:
+                sq = sq + b_sq * (a * a).sum(1)
+            if layer.bias is not None and layer.bias.requires_grad:
+                sq = sq + b_sq
+        return sq.sqrt()
+
+    def weighted_sum(self, weights: torch.Tensor) -> torch.Tensor:
+        if not self.simple:
+            return weights @ self.dense()
+        parts = {}
+        for layer, a, b in self.factors:
+            wb = b * weights.unsqueeze(1)
+            parts[id(layer.weight)] = wb.T @ a
+            if layer.bias is not None:
+                parts[id(layer.bias)] = wb.sum(0)
+        return torch.cat([parts.get(id(p), p.new_zeros(p.shape)).reshape(-1) for p in self.params])
+
+    def dense(self) -> torch.Tensor:
+        parts: dict[int, torch.Tensor] = {}
+
+        def add(param, grad):
+            parts[id(param)] = grad if id(param) not in parts else parts[id(param)] + grad
+
+        for layer, a, b in self.factors:
+            add(layer.weight, torch.einsum("b...o,b...i->boi", b, a))
+            if layer.bias is not None:
+                add(layer.bias, b.reshape(self.batch, -1, b.shape[-1]).sum(1))
+        return torch.cat(
+            [
+                parts.get(id(p), p.new_zeros((self.batch, *p.shape))).reshape(self.batch, -1)
+                for p in self.params
+            ],
+            dim=1,
+        )

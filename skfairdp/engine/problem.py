@@ -34,6 +34,6 @@ class PrimalDualProblem(Protocol):
 
     def dual_step(self, gradient: torch.Tensor) -> None: ...
 
-    def step_metrics(self, outputs: torch.Tensor, *batch: torch.Tensor) -> dict[str, float]:
+    def step_metrics(self, outputs: torch.Tensor, *batch: torch.Tensor) -> dict[str, torch.Tensor]:
         """Per-step sums (not means) of diagnostics, e.g. loss; averaged per epoch."""
         ...
