@@ -41,8 +41,11 @@ def psi_coefficients(
     shared : Tensor (B, l)
         ``-sum_r W[b_i, r, :]^2``, which does not.
     """
-    own = 2.0 * W[block, s, :] * pinv[block, s].unsqueeze(1)
-    shared = -(W**2).sum(dim=1)[block]
+    n_blocks, k, l = W.shape
+    own_table = (2.0 * W * pinv.unsqueeze(2)).reshape(n_blocks * k, l)
+    own = own_table.index_select(0, block * k + s if n_blocks > 1 else s)
+    shared = -(W * W).sum(dim=1)
+    shared = shared.index_select(0, block) if n_blocks > 1 else shared.expand(len(s), l)
     return own, shared
 
 
@@ -68,13 +71,18 @@ def psi_w_gradients(
         ``2 pinv[b_i, s_i] e_{s_i} F_i^T``: the ``s``-dependent part, with
         Frobenius norm ``2 pinv[b_i, s_i] ||F_i||``.
     """
-    block_mask = torch.nn.functional.one_hot(block, W.shape[0]).to(F.dtype)  # (B, n_blocks)
-    group_scale = torch.nn.functional.one_hot(s, W.shape[1]).to(F.dtype) * pinv[block, s].unsqueeze(
-        1
+    batch, (n_blocks, k, _) = F.shape[0], W.shape
+    cell = block * k + s if n_blocks > 1 else s
+    # scatter rather than one_hot, which scans its input for min/max on every call
+    cell_scale = F.new_zeros((batch, n_blocks * k)).scatter_(
+        1, cell.unsqueeze(1), 2.0 * pinv.reshape(-1).index_select(0, cell).unsqueeze(1)
     )
     F_ = F[:, None, None, :]
-    shared = -2.0 * block_mask[:, :, None, None] * W.unsqueeze(0) * F_
-    own = 2.0 * block_mask[:, :, None, None] * group_scale[:, None, :, None] * F_
+    own = cell_scale.view(batch, n_blocks, k, 1) * F_
+    shared = -2.0 * W.unsqueeze(0) * F_
+    if n_blocks > 1:
+        block_mask = F.new_zeros((batch, n_blocks)).scatter_(1, block.unsqueeze(1), 1.0)
+        shared = shared * block_mask[:, :, None, None]
     return shared, own
 
 
@@ -104,3 +112,61 @@ def project_frobenius(W: torch.Tensor, radius: float) -> torch.Tensor:
     scale = (radius / norms.clamp(min=1e-12)).clamp(max=1.0)
     W.mul_(scale.view(-1, *([1] * (W.dim() - 1))))
     return W
+
+
+class WGradients:
+    """Per-sample W-gradients of ``weight_i * psi_i``, without materialising them.
+
+    ``G_i = weight_i (-2 W[b_i] diag(F_i) + 2 p_i e_{s_i} F_i^T)`` with
+    ``p_i = pinv[b_i, s_i]``; ``include`` selects ``"shared"``, ``"own"`` or
+    ``"both"`` parts. Implements the ``norms()`` / ``weighted_sum(w)`` /
+    ``dense()`` protocol of :func:`skfairdp.engine.clipped_sum`, using
+
+        ||G_i||^2 = 4 weight_i^2 sum_j F_ij^2 (|W[b_i, :, j]|^2 + p_i^2 - 2 p_i W[b_i, s_i, j]).
+    """
+
+    def __init__(self, F, W, pinv, s, block, weight, include: str = "both"):
+        self.F, self.W, self.pinv, self.s, self.block = F, W, pinv, s, block
+        self.weight = weight
+        self.include = include
+        n_blocks, k, _ = W.shape
+        self.cell = block * k + s if n_blocks > 1 else s
+        self.p = pinv.reshape(-1).index_select(0, self.cell)
+
+    def norms(self) -> torch.Tensor:
+        F2 = self.F * self.F
+        p = self.p.unsqueeze(1)
+        if self.include == "own":
+            sq = (p * p * F2).sum(1)
+        else:
+            W, (n_blocks, k, l) = self.W, self.W.shape
+            colsq = (W * W).sum(1)
+            colsq = colsq.index_select(0, self.block) if n_blocks > 1 else colsq
+            if self.include == "shared":
+                sq = (F2 * colsq).sum(1)
+            else:
+                row = W.reshape(n_blocks * k, l).index_select(0, self.cell)
+                sq = (F2 * (colsq + p * p - 2.0 * p * row)).sum(1)
+        return 2.0 * self.weight.abs() * sq.clamp(min=0.0).sqrt()
+
+    def weighted_sum(self, weights: torch.Tensor) -> torch.Tensor:
+        n_blocks, k, l = self.W.shape
+        u = (weights * self.weight).unsqueeze(1) * self.F
+        total = self.W.new_zeros(self.W.shape)
+        if self.include != "shared":
+            own = self.W.new_zeros((n_blocks * k, l))
+            own.index_add_(0, self.cell, 2.0 * self.p.unsqueeze(1) * u)
+            total += own.view_as(self.W)
+        if self.include != "own":
+            if n_blocks > 1:
+                f_sum = self.W.new_zeros((n_blocks, l)).index_add_(0, self.block, u)
+            else:
+                f_sum = u.sum(0, keepdim=True)
+            total += -2.0 * self.W * f_sum.unsqueeze(1)
+        return total.reshape(-1)
+
+    def dense(self) -> torch.Tensor:
+        """The ``(B, W.numel())`` matrix (for tests and small problems)."""
+        shared, own = psi_w_gradients(self.F, self.W, self.pinv, self.s, self.block)
+        parts = {"shared": shared, "own": own, "both": shared + own}[self.include]
+        return (parts * self.weight.view(-1, 1, 1, 1)).flatten(1)

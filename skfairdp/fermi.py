@@ -82,9 +82,13 @@ class ErmiProblem:
         log_p = torch.log_softmax(outputs, dim=1)
         F = log_p.exp()
         loss = -log_p.gather(1, y.unsqueeze(1)).squeeze(1)
-        private = weight * (F * own).sum(dim=1)
-        public = loss + weight * ((F * shared).sum(dim=1) - 1.0)
-        return (public, private) if self.sensitive_unit else (public + private,)
+        own_term = (F * own).sum(dim=1)
+        shared_term = (F * shared).sum(dim=1) - 1.0
+        private = weight * own_term
+        public = loss + weight * shared_term
+        objectives = (public, private) if self.sensitive_unit else (public + private,)
+        psi = (own_term + shared_term) * (weight != 0)
+        return objectives, {"loss": loss, "psi": psi}
 
     def dual_contributions(self, outputs, y, s, block, weight, own, shared):
         if self.lam == 0.0:
@@ -92,23 +96,15 @@ class ErmiProblem:
         if outputs is None:
             return None, self.W.new_zeros((0, self.W.numel()))
         F = torch.softmax(outputs, dim=1)
-        g_shared, g_own = ermi.psi_w_gradients(F, self.W, self.pinv, s, block)
-        w = weight.view(-1, 1, 1, 1)
-        g_shared, g_own = (g_shared * w).flatten(1), (g_own * w).flatten(1)
         if self.sensitive_unit:
-            return g_shared.sum(0), g_own
-        return None, g_shared + g_own
+            public = ermi.WGradients(F, self.W, self.pinv, s, block, weight, include="shared")
+            private = ermi.WGradients(F, self.W, self.pinv, s, block, weight, include="own")
+            return public.weighted_sum(torch.ones_like(weight)), private
+        return None, ermi.WGradients(F, self.W, self.pinv, s, block, weight)
 
     def dual_step(self, gradient):
         self.W.add_(self.lr_w * gradient.view_as(self.W))
         ermi.project_frobenius(self.W, self.w_radius)
-
-    def step_metrics(self, outputs, y, s, block, weight, own, shared):
-        log_p = torch.log_softmax(outputs, dim=1)
-        F = log_p.exp()
-        active = weight != 0
-        psi = ((F * (own + shared)).sum(dim=1) - 1.0) * active
-        return {"loss": -log_p.gather(1, y.unsqueeze(1)).sum(), "psi": psi.sum()}
 
 
 class DPFermiClassifier(PrivateClassifierBase):

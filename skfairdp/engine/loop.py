@@ -159,6 +159,8 @@ def train(
                 epochs.set_postfix(loss=f"{float(totals['loss']) / max(n_seen, 1):.4f}")
     except KeyboardInterrupt:
         result.stopped_early = True
+    finally:
+        grads_of.close()
     for cb in callbacks:
         getattr(cb, "on_train_end", lambda *a, **k: None)(net)
     if iterate == "random" and snapshot is not None:
@@ -174,20 +176,19 @@ def _step(module, grads_of, Xb, batch, problem, optimizer, noise, random, m):
     metrics: dict[str, float] = {}
     outputs = None
     if Xb.shape[0] > 0:
-        grads, outputs = grads_of(Xb, problem.primal_objectives, *batch)
+        grads, outputs, diagnostics = grads_of(Xb, problem.primal_objectives, *batch)
         for g, is_private in zip(grads, problem.private_primal):
             if is_private and noise.private:
                 primal += clipped_sum(g, noise.max_grad_norm)[0]
             else:
                 primal += g.weighted_sum(torch.ones(Xb.shape[0], device=device))
-        metrics = problem.step_metrics(outputs, *batch)
+        metrics = {key: value.sum() for key, value in diagnostics.items()}
     if noise.private and any(problem.private_primal):
         primal += random.normal(n_params, noise.primal_multiplier * noise.max_grad_norm)
     denominator = m if noise.private else max(Xb.shape[0], 1)
     primal /= denominator
-    optimizer.zero_grad(set_to_none=False)
     for p, g in zip(grads_of.params, grads_of.unflatten(primal)):
-        p.grad = g.clone() if p.grad is None else p.grad.copy_(g)
+        p.grad = g
     optimizer.step()
     _dual_step(problem, outputs, batch, noise, random, denominator, device)
     return metrics
@@ -204,7 +205,14 @@ def _dual_step(problem, outputs, batch, noise, random, denominator, device):
             part = clipped_sum(private_rows, problem.dual_clip)[0]
             part = part + random.normal(part.shape[0], noise.dual_multiplier * problem.dual_clip)
         else:
-            part = private_rows.sum(0)
+            part = _plain_sum(private_rows)
         total = part if total is None else total + part
     if total is not None:
         problem.dual_step(total / denominator)
+
+
+def _plain_sum(per_sample) -> torch.Tensor:
+    """Unclipped sum of per-sample rows (a tensor or a norms/weighted_sum object)."""
+    if isinstance(per_sample, torch.Tensor):
+        return per_sample.sum(0)
+    return per_sample.weighted_sum(torch.ones_like(per_sample.norms()))

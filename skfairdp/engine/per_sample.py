@@ -23,7 +23,8 @@ from torch import nn
 from torch.func import functional_call, jacrev, vmap
 
 # An objective maps (model outputs for a batch, *per-sample tensors) to a tuple
-# of K per-sample objective vectors, each of shape (B,).
+# of K per-sample objective vectors, each of shape (B,), and a dict of per-sample
+# diagnostics (e.g. the loss) that are returned detached, without gradients.
 Objectives = Callable[..., Sequence[torch.Tensor]]
 
 _BATCH_STAT_LAYERS = (nn.modules.batchnorm._BatchNorm,)
@@ -75,20 +76,39 @@ class PerSampleGradients:
         self.params = [p for p in module.parameters() if p.requires_grad]
         self.sizes = [p.numel() for p in self.params]
         self.n_params = sum(self.sizes)
+        self._records: list[tuple[nn.Linear, torch.Tensor, torch.Tensor]] | None = None
+        self._handles = []
+        if self.strategy == "linear":
+            self._handles = [
+                m.register_forward_hook(self._record)
+                for m in module.modules()
+                if isinstance(m, nn.Linear)
+            ]
+
+    def _record(self, layer, inputs, output):
+        if self._records is not None:
+            self._records.append((layer, inputs[0].detach(), output))
+
+    def close(self) -> None:
+        """Remove the forward hooks from the module."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
 
     def __call__(
         self, X: torch.Tensor, objectives: Objectives, *per_sample: torch.Tensor
-    ) -> tuple[list[torch.Tensor], torch.Tensor]:
-        """Per-sample gradients and the batch outputs.
+    ) -> tuple[list, torch.Tensor, dict[str, torch.Tensor]]:
+        """Per-sample gradients, the batch outputs and per-sample diagnostics.
 
         Parameters
         ----------
         X : Tensor of shape (B, ...)
             Inputs.
         objectives : callable
-            ``objectives(outputs, *per_sample) -> (o_1, ..., o_K)`` with each
-            ``o_k`` of shape ``(B,)``; sample ``i``'s objectives must depend only
-            on row ``i`` of ``outputs`` and of the per-sample tensors.
+            ``objectives(outputs, *per_sample) -> ((o_1, ..., o_K), diagnostics)``
+            with each ``o_k`` of shape ``(B,)`` and ``diagnostics`` a dict of
+            ``(B,)`` tensors; sample ``i``'s values must depend only on row ``i``
+            of ``outputs`` and of the per-sample tensors.
         *per_sample : Tensor
             Tensors with leading dimension ``B`` (labels, groups, coefficients).
 
@@ -99,6 +119,8 @@ class PerSampleGradients:
             ``norms()``, ``weighted_sum(weights)`` and ``dense()``.
         outputs : Tensor
             The module's outputs for ``X``, detached.
+        diagnostics : dict of Tensor
+            The objective's per-sample diagnostics, detached.
         """
         if self.strategy == "linear":
             return self._linear(X, objectives, per_sample)
@@ -110,30 +132,26 @@ class PerSampleGradients:
 
         def one(params_, x, *extra):
             out = functional_call(self.module, (params_, buffers), (x.unsqueeze(0),))
-            objs = objectives(out, *(e.unsqueeze(0) for e in extra))
-            return torch.stack([o.squeeze(0) for o in objs]), out.squeeze(0)
+            objs, diag = objectives(out, *(e.unsqueeze(0) for e in extra))
+            diag = {k: v.squeeze(0) for k, v in diag.items()}
+            return torch.stack([o.squeeze(0) for o in objs]), (out.squeeze(0), diag)
 
         in_dims = (None, 0) + (0,) * len(per_sample)
-        jac, outputs = vmap(jacrev(one, has_aux=True), in_dims=in_dims)(params, X, *per_sample)
+        jac, (outputs, diag) = vmap(jacrev(one, has_aux=True), in_dims=in_dims)(
+            params, X, *per_sample
+        )
         batch = X.shape[0]
         flat = torch.cat([jac[n].reshape(batch, jac[n].shape[1], -1) for n in self.names], dim=2)
-        return [DenseGradients(flat[:, k]) for k in range(flat.shape[1])], outputs.detach()
+        grads = [DenseGradients(flat[:, k]) for k in range(flat.shape[1])]
+        return grads, outputs.detach(), {k: v.detach() for k, v in diag.items()}
 
     def _linear(self, X, objectives, per_sample):
-        records: list[tuple[nn.Linear, torch.Tensor, torch.Tensor]] = []
-
-        def hook(layer, inputs, output):
-            records.append((layer, inputs[0].detach(), output))
-
-        handles = [
-            m.register_forward_hook(hook) for m in self.module.modules() if isinstance(m, nn.Linear)
-        ]
+        self._records = records = []
         try:
             outputs = self.module(X)
         finally:
-            for h in handles:
-                h.remove()
-        objs = objectives(outputs, *per_sample)
+            self._records = None
+        objs, diag = objectives(outputs, *per_sample)
         layer_outputs = [out for _, _, out in records]
         grads = []
         for k, obj in enumerate(objs):
@@ -146,7 +164,7 @@ class PerSampleGradients:
                 if grad_out is not None
             ]
             grads.append(FactoredLinearGradients(self.params, factors, X.shape[0]))
-        return grads, outputs.detach()
+        return grads, outputs.detach(), {k: v.detach() for k, v in diag.items()}
 
     def unflatten(self, flat: torch.Tensor) -> list[torch.Tensor]:
         """Split a flat ``(n_params,)`` vector into parameter-shaped tensors."""
@@ -209,7 +227,12 @@ class FactoredLinearGradients:
             parts[id(layer.weight)] = wb.T @ a
             if layer.bias is not None:
                 parts[id(layer.bias)] = wb.sum(0)
-        return torch.cat([parts.get(id(p), p.new_zeros(p.shape)).reshape(-1) for p in self.params])
+        return torch.cat(
+            [
+                parts[id(p)].reshape(-1) if id(p) in parts else p.new_zeros(p.numel())
+                for p in self.params
+            ]
+        )
 
     def dense(self) -> torch.Tensor:
         parts: dict[int, torch.Tensor] = {}

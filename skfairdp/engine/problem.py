@@ -10,10 +10,12 @@ import torch
 class PrimalDualProblem(Protocol):
     """A per-sample min-max objective solved by noisy simultaneous descent-ascent.
 
-    ``primal_objectives`` returns per-sample objective vectors; the engine takes
-    per-sample gradients of each. Those flagged True in ``private_primal`` are
-    clipped to ``max_grad_norm`` and noised; the others are public (they do not
-    depend on what the privacy unit protects) and are summed exactly.
+    ``primal_objectives`` returns per-sample objective vectors and a dict of
+    per-sample diagnostics (summed per step, averaged per epoch into the
+    history); the engine takes per-sample gradients of each objective. Those
+    flagged True in ``private_primal`` are clipped to ``max_grad_norm`` and
+    noised; the others are public (they do not depend on what the privacy unit
+    protects) and are summed exactly.
 
     ``dual_contributions`` returns ``(public_sum, private_per_sample)`` for the
     dual (ascent) variable, or ``None`` if there is no dual update this step; the
@@ -33,7 +35,3 @@ class PrimalDualProblem(Protocol):
     def dual_contributions(self, outputs: torch.Tensor, *batch: torch.Tensor): ...
 
     def dual_step(self, gradient: torch.Tensor) -> None: ...
-
-    def step_metrics(self, outputs: torch.Tensor, *batch: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Per-step sums (not means) of diagnostics, e.g. loss; averaged per epoch."""
-        ...

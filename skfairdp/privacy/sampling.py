@@ -41,28 +41,36 @@ class PoissonSampler:
     def steps_per_epoch(self) -> int:
         return max(1, math.ceil(1.0 / self.sampling_rate))
 
-    def sample(self) -> np.ndarray:
-        """Indices of one Poisson batch, sorted."""
+    def sample(self, steps: int = 1) -> list[np.ndarray]:
+        """Indices of ``steps`` independent Poisson batches, each sorted.
+
+        The ``steps * n`` Bernoulli trials are scanned as one sequence whose
+        successes have geometric gaps, so the cost is proportional to the
+        number of selected rows.
+        """
         n, q = self.n_samples, self.sampling_rate
         if q >= 1.0:
-            return np.arange(n)
+            return [np.arange(n) for _ in range(steps)]
+        total = n * steps
         log1m_q = math.log1p(-q)
         chunks, position = [], -1
         while True:
-            expected = (n - 1 - position) * q
+            expected = (total - 1 - position) * q
             size = int(expected + 6.0 * math.sqrt(expected) + 16)
             gaps = np.floor(np.log(self.random.uniform(size)) / log1m_q).astype(np.int64) + 1
-            idx = position + np.cumsum(gaps)
-            if idx[-1] >= n:
-                chunks.append(idx[idx < n])
-                return np.concatenate(chunks)
-            chunks.append(idx)
-            position = int(idx[-1])
+            positions = position + np.cumsum(gaps)
+            if positions[-1] >= total:
+                chunks.append(positions[positions < total])
+                break
+            chunks.append(positions)
+            position = int(positions[-1])
+        positions = np.concatenate(chunks)
+        bounds = np.searchsorted(positions, np.arange(1, steps) * n)
+        return [part - i * n for i, part in enumerate(np.split(positions, bounds))]
 
     def epoch(self):
         """Yield the batches of one (expected) epoch."""
-        for _ in range(self.steps_per_epoch):
-            yield self.sample()
+        yield from self.sample(self.steps_per_epoch)
 
 
 class ShuffledBatches:
