@@ -141,7 +141,8 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
 
     def predict(self, X) -> np.ndarray:
         """Most probable class; no sensitive features needed."""
-        return self.classes_[np.argmax(self._logits(X), axis=1)]
+        logits = self._logits(X)  # first: raises NotFittedError before classes_ is read
+        return self.classes_[np.argmax(logits, axis=1)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

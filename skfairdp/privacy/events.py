@@ -30,9 +30,9 @@ def joint_noise_multiplier(*noise_multipliers: float) -> float:
     float
         The joint multiplier; ``inf`` if every entry is ``inf``.
     """
+    if any(not z > 0 for z in noise_multipliers):  # also rejects NaN
+        raise ValueError(f"noise multipliers must be > 0, got {noise_multipliers}")
     inv_sq = sum(0.0 if math.isinf(z) else z**-2 for z in noise_multipliers)
-    if any(z <= 0 for z in noise_multipliers):
-        raise ValueError("noise multipliers must be > 0")
     return math.inf if inv_sq == 0 else inv_sq**-0.5
 
 
