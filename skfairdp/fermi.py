@@ -360,8 +360,17 @@ class DPFermiClassifier(PrivateClassifierBase):
         self.group_priors_ = priors
         if uses_groups:
             labels = self._prior_labels(n_blocks)
-            for b in range(n_blocks):
-                check_min_group_fraction(priors[b], rho, labels[b])
+            try:
+                for b in range(n_blocks):
+                    check_min_group_fraction(priors[b], rho, labels[b])
+            except ValueError as exc:
+                if not (private and releases_priors):
+                    raise
+                raise ValueError(
+                    f"{exc} These fractions come from a noisy histogram (noise multiplier "
+                    f"{hist_z:.3g}, {GROUP_PRIOR_BUDGET_SHARE:.0%} of epsilon) of n={n} rows; "
+                    "pass public group_priors=... or use a larger epsilon."
+                ) from exc
         pinv = torch.as_tensor(np.maximum(priors, rho), dtype=torch.float32).rsqrt().to(device)
 
         has_private_primal = private and (not sensitive_unit or lam > 0)
@@ -461,11 +470,13 @@ class DPFermiClassifier(PrivateClassifierBase):
 
     def _prior_labels(self, n_blocks):
         groups = list(self.group_encoder_.group_labels_)
+        # .tolist() gives Python scalars: y='hi', not y=np.str_('hi')
+        classes = self.classes_.tolist()
         if self.fairness == "demographic_parity":
             return [groups]
         if self.fairness == "equal_opportunity":
-            return [[f"{g} | y={self.classes_[-1]!r}" for g in groups]]
-        return [[f"{g} | y={c!r}" for g in groups] for c in self.classes_[:n_blocks]]
+            return [[f"{g} | y={classes[-1]!r}" for g in groups]]
+        return [[f"{g} | y={c!r}" for g in groups] for c in classes[:n_blocks]]
 
     def _group_priors(
         self, codes, block, active, n_groups, n_blocks, hist_z, private, sensitive_unit, random
