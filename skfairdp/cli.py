@@ -232,10 +232,13 @@ def run_demo(args: argparse.Namespace) -> int:
     print()
     print(format_table(rows))
     print()
-    print(
-        f"{len(rows)} fits in {total:.1f} s. Each fit spends its own budget: together they "
-        "cost more than one fit (compose their dp_event_, see doc/privacy.md)."
-    )
+    summary = f"{len(rows)} fit{'s' if len(rows) != 1 else ''} in {total:.1f} s."
+    if len(rows) > 1:
+        summary += (
+            " Each fit spends its own budget: together they cost more than one fit "
+            "(compose their dp_event_, see doc/privacy.md)."
+        )
+    print(summary)
     os.makedirs(args.output, exist_ok=True)
     table_path = os.path.join(args.output, TABLE_NAME)
     write_csv(rows, table_path)
