@@ -43,6 +43,9 @@ GROUP_PRIOR_BUDGET_SHARE = 0.05
 # and averages noise over many steps, so it tolerates more.
 DUAL_NOISE_RATIO = 2.0
 W_RADIUS_MARGIN = 1.1
+# lr_w="auto" is this fraction of the paper's 1 / beta_w = 1 / (2 lambda): stable for
+# every lambda, and W averages its noisy per-batch gradients over ~10 steps.
+AUTO_LR_W_FRACTION = 0.1
 
 
 class ErmiProblem:
@@ -139,7 +142,9 @@ class DPFermiClassifier(PrivateClassifierBase):
         ``lambda psi_i``).
     w_radius : "auto" or float, default="auto"
         Radius of the Frobenius ball W is projected on; ``"auto"`` is
-        ``1.1 * sqrt(l / rho)``, which contains the maximiser for every theta.
+        ``1.1 * sqrt(l) * max_r p_S(r)^(-1/2)`` with the (released or public,
+        rho-clamped) priors, which contains the maximiser for every theta and
+        is at most ``1.1 * sqrt(l / rho)``.
     rho : float, default=0.05
         Public lower bound on every group's frequency (within each label for
         equalized odds). Group priors are clamped at ``rho`` (so the sensitivity
@@ -149,14 +154,20 @@ class DPFermiClassifier(PrivateClassifierBase):
         ``group_encoder_.group_labels_``, or a mapping label -> frequency). For
         conditional notions, a mapping class -> such priors. ``None`` releases
         them once as a noisy histogram from 5% of epsilon.
-    lr : float, default=0.5
-        Learning rate of the theta optimizer.
-    lr_w : float, default=0.2
+    lr : float, default=0.1
+        Learning rate of the theta optimizer (with ``max_grad_norm=1`` a step
+        moves theta by at most ``lr`` plus noise).
+    lr_w : "auto" or float, default="auto"
         Step size of W's projected ascent (applied to ``lambda`` times the
-        W-gradient, as in the paper).
+        W-gradient, as in the paper). The batch objective is a concave
+        quadratic in W with Hessian ``-2 lambda diag(p(Yhat))``, so the ascent
+        is stable only while ``lr_w * 2 * lambda * max_j p(Yhat=j) < 2``;
+        ``"auto"`` is a tenth of the paper's ``1 / beta_w = 1 / (2 lambda)``:
+        stable for every ``lambda`` (a fixed value diverges once ``lambda`` is
+        large enough), and W averages its noisy gradients over ~10 steps.
     batch_size : int, default=256
         Expected batch size ``m``; the sampling rate is ``m / n``.
-    max_epochs : int, default=20
+    max_epochs : int, default=40
         Number of expected passes; ``T = max_epochs * ceil(n / m)`` steps.
     iterate : {"last", "random"}, default="last"
         Return the last iterate or the theorem's uniformly random one.
@@ -224,7 +235,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         "w_radius": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "rho": [Interval(Real, 0, 0.5, closed="right")],
         "group_priors": [None, "array-like", dict],
-        "lr_w": [Interval(Real, 0, None, closed="neither")],
+        "lr_w": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "calibration": [StrOptions({"accountant", "paper"})],
         "sensitive_values": [None, "array-like", dict],
     }
@@ -240,10 +251,10 @@ class DPFermiClassifier(PrivateClassifierBase):
         w_radius="auto",
         rho: float = 0.05,
         group_priors=None,
-        lr: float = 0.5,
-        lr_w: float = 0.2,
+        lr: float = 0.1,
+        lr_w="auto",
         batch_size: int = 256,
-        max_epochs: int = 20,
+        max_epochs: int = 40,
         iterate: str = "last",
         calibration: str = "accountant",
         accountant: str = "auto",
@@ -328,11 +339,6 @@ class DPFermiClassifier(PrivateClassifierBase):
 
         block, active, n_blocks = self._blocks(y_enc, n_classes)
         rho = float(self.rho)
-        w_radius = (
-            W_RADIUS_MARGIN * math.sqrt(n_classes / rho)
-            if self.w_radius == "auto"
-            else float(self.w_radius)
-        )
         sensitive_unit = self.privacy_unit == "sensitive"
         releases_priors = uses_groups and self.group_priors is None
 
@@ -372,6 +378,13 @@ class DPFermiClassifier(PrivateClassifierBase):
                     "pass public group_priors=... or use a larger epsilon."
                 ) from exc
         pinv = torch.as_tensor(np.maximum(priors, rho), dtype=torch.float32).rsqrt().to(device)
+        # ||W*[b]||_F <= sqrt(l) * max_r pinv[b, r] for every theta (pinv is public:
+        # released noisily or given), and <= sqrt(l / rho) since priors are clamped at rho.
+        w_radius = (
+            W_RADIUS_MARGIN * math.sqrt(n_classes) * float(pinv.max())
+            if self.w_radius == "auto"
+            else float(self.w_radius)
+        )
 
         has_private_primal = private and (not sensitive_unit or lam > 0)
         has_dual = private and lam > 0
@@ -380,7 +393,9 @@ class DPFermiClassifier(PrivateClassifierBase):
             pinv=pinv,
             fairness_weight=lam,
             w_radius=w_radius,
-            lr_w=self.lr_w,
+            lr_w=(AUTO_LR_W_FRACTION / (2.0 * lam) if lam > 0 else 0.0)
+            if self.lr_w == "auto"
+            else self.lr_w,
             privacy_unit=self.privacy_unit,
         )
         z_theta, z_w = self._noise_multipliers(
