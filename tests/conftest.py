@@ -28,6 +28,21 @@ def make_biased_data(n=400, seed=0, n_features=3, strength=1.5):
     return X.astype(np.float32), y, s
 
 
+def make_tradeoff_data(n=400, seed=0):
+    """Binary task whose label depends on a group proxy ``X[:, 0]`` and on ``X[:, 1]``.
+
+    Unconstrained, a classifier leans on the proxy (large demographic-parity
+    gap); a fair one can shift weight to ``X[:, 1]`` and stay accurate, so the
+    violation falls gradually with the fairness weight instead of collapsing.
+    """
+    rng = np.random.default_rng(seed)
+    s = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, 3))
+    X[:, 0] += 1.5 * s
+    y = (X[:, 1] + X[:, 0] - 0.75 + 0.3 * rng.normal(size=n) > 0).astype(np.int64)
+    return X.astype(np.float32), y, s
+
+
 @pytest.fixture
 def biased_data():
     return make_biased_data()
