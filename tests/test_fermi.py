@@ -364,7 +364,7 @@ def test_random_iterate_is_one_of_the_iterates(small_data):
 def test_custom_callback_called_per_epoch_and_early_stop(small_data):
     X, y, s = small_data
     record = _Record()
-    kw = dict(epsilon=4.0, batch_size=25, max_epochs=4, group_priors=[0.5, 0.5])
+    kw = dict(epsilon=4.0, batch_size=50, max_epochs=4, group_priors=[0.5, 0.5])
     full = _fit(X, y, s, callbacks=[record], **kw)
     assert record.epochs == 4 and len(full.history_) == 4
     stopped = _fit(X, y, s, callbacks=[_StopAfter(2)], **kw)
