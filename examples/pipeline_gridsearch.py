@@ -10,7 +10,7 @@ and each one spends its own (epsilon, delta). Below, every fit's ``dp_event_``
 is recorded and the events are composed with dp-accounting to get the privacy
 cost of the whole search (an upper bound: it counts every person in every fit).
 
-Run:  python examples/pipeline_gridsearch.py   (about 15 s on 2 CPU cores)
+Run:  python examples/pipeline_gridsearch.py   (about 25 s on 2 CPU cores)
 """
 
 import dp_accounting
@@ -58,7 +58,7 @@ X_train, X_test, y_train, y_test, sex_train, sex_test = train_test_split(
 # public data, or use bounds known in advance, when that matters.
 pipeline = make_pipeline(
     StandardScaler(),
-    RecordingDPFermiClassifier(epsilon=1.0, delta=1e-5, max_epochs=5, random_state=0),
+    RecordingDPFermiClassifier(epsilon=1.0, delta=1e-5, max_epochs=10, random_state=0),
 )
 
 

@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import __version__
+from .fermi import DPFermiClassifier
 
-DEFAULT_WEIGHTS = (0.0, 1.0, 2.0, 3.0, 4.0)
+DEFAULT_WEIGHTS = (0.0, 1.0, 2.0, 4.0, 8.0)
 DEFAULT_OUTPUT = "skfairdp-demo"
 PLOT_NAME = "dpfermi_adult_tradeoff.png"
 TABLE_NAME = "dpfermi_adult_tradeoff.csv"
@@ -117,10 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         default=list(DEFAULT_WEIGHTS),
         metavar="LAMBDA",
-        help="fairness weights to fit, one fit each (default: 0 1 2 3 4)",
+        help="fairness weights to fit, one fit each (default: 0 1 2 4 8)",
     )
     demo.add_argument(
-        "--max-epochs", type=_positive_int, default=20, help="epochs per fit (default: 20)"
+        "--max-epochs",
+        type=_positive_int,
+        default=DPFermiClassifier().max_epochs,
+        help="epochs per fit (default: DPFermiClassifier's default, %(default)s)",
     )
     demo.add_argument(
         "--seed",
@@ -169,7 +173,6 @@ def run_demo(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from .datasets import load_adult
-    from .fermi import DPFermiClassifier
     from .metrics import demographic_parity_violation
 
     adult = load_adult(preprocess=True)
@@ -318,12 +321,13 @@ def plot_tradeoff(rows: Sequence[DemoRow], path: str, *, epsilon: float, delta: 
         ms=6,
         label=f"skfairdp DPFermiClassifier (one seed), ε = {eps_text}",
     )
-    for r, x, v in zip(rows, errors, violations):
-        ax.annotate(
+    for i, (r, x, v) in enumerate(zip(rows, errors, violations)):
+        ax.annotate(  # alternate above-right / below-left, so close points stay legible
             f"λ={r.fairness_weight:g}",
             (x, v),
             textcoords="offset points",
-            xytext=(6, 4),
+            xytext=(6, 4) if i % 2 == 0 else (-6, -12),
+            ha="left" if i % 2 == 0 else "right",
             fontsize=8,
             color="tab:blue",
         )

@@ -95,7 +95,8 @@ def test_no_command_prints_help(capsys):
 def test_parser_defaults():
     args = build_parser().parse_args(["demo"])
     assert args.epsilon == 1.0 and args.delta == 1e-5 and args.seed == 0
-    assert args.max_epochs == 20 and args.weights == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert args.max_epochs == skfairdp.DPFermiClassifier().max_epochs
+    assert args.weights == [0.0, 1.0, 2.0, 4.0, 8.0]
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["demo", "--help"]])
