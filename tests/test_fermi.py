@@ -373,12 +373,6 @@ def test_custom_callback_called_per_epoch_and_early_stop(small_data):
     assert stopped.privacy_spent_ == epsilon_spent(stopped.dp_event_, stopped.privacy_spent_.delta)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine/loop.py creates the History inside train() and fit() assigns history_ only "
-    "afterwards, so `net.history` (skorch's EpochTimer, EpochScoring, ...) does not exist "
-    "during training (AttributeError), and on a refit it is the previous fit's history.",
-)
 def test_skorch_epoch_timer_callback(small_data):
     from skorch.callbacks import EpochTimer
 

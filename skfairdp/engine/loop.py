@@ -112,6 +112,8 @@ def train(
     snapshot = None
     result = TrainingResult()
     history = result.history
+    if net is not None:
+        net.history_ = history  # skorch callbacks write to net.history during training
     for cb in callbacks:
         getattr(cb, "initialize", lambda: None)()
         getattr(cb, "on_train_begin", lambda *a, **k: None)(net)
