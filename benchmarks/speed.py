@@ -22,8 +22,8 @@ import pandas as pd
 import torch
 from sklearn.model_selection import train_test_split
 
-from skfairdp.fermi import DPFermiClassifier
 from skfairdp.datasets import load_adult
+from skfairdp.fermi import DPFermiClassifier
 
 logging.getLogger("absl").setLevel(logging.ERROR)
 
