@@ -453,14 +453,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         def event_after(steps: int):
             if not private:
                 return dp_accounting.NonPrivateDpEvent()
-            return compose(
-                ([hist_event] if hist_event is not None else [])
-                + [
-                    sampled_gaussian_steps_event(
-                        self.effective_noise_multiplier_, sampling_rate, steps
-                    )
-                ]
-            )
+            return _fit_event(hist_event, self.effective_noise_multiplier_, sampling_rate, steps)
 
         self.dp_event_ = event_after(result.steps)
         self.privacy_spent_ = epsilon_spent(self.dp_event_, delta, **account)
@@ -568,10 +561,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         spread = math.sqrt(1.0 + ratio**-2)  # z_theta = z_eff * spread when z_w = ratio * z_theta
 
         def event(z_eff):
-            return compose(
-                ([hist_event] if hist_event is not None else [])
-                + [sampled_gaussian_steps_event(z_eff, sampling_rate, steps)]
-            )
+            return _fit_event(hist_event, z_eff, sampling_rate, steps)
 
         z_eff = calibrate_noise_multiplier(self.epsilon, delta, event, **account)
         if not has_private_primal:
@@ -612,3 +602,11 @@ class DPFermiClassifier(PrivateClassifierBase):
         z_theta = theta_std / self.max_grad_norm if theta_std > 0 else math.inf
         z_w = (lam * sigmas.sigma_w * m) / dual_clip if has_dual else math.inf
         return z_theta, z_w
+
+
+def _fit_event(hist_event, noise_multiplier, sampling_rate, steps):
+    """What a private fit releases: the optional prior histogram, then T joint steps."""
+    return compose(
+        ([hist_event] if hist_event is not None else [])
+        + [sampled_gaussian_steps_event(noise_multiplier, sampling_rate, steps)]
+    )

@@ -175,7 +175,7 @@ def _step(module, grads_of, Xb, batch, problem, optimizer, noise, random, m):
     n_params = grads_of.n_params
     device = Xb.device
     primal = torch.zeros(n_params, device=device, dtype=torch.float32)
-    metrics: dict[str, float] = {}
+    metrics: dict[str, torch.Tensor] = {}
     outputs = None
     if Xb.shape[0] > 0:
         grads, outputs, diagnostics = grads_of(Xb, problem.primal_objectives, *batch)
@@ -183,7 +183,7 @@ def _step(module, grads_of, Xb, batch, problem, optimizer, noise, random, m):
             if is_private and noise.private:
                 primal += clipped_sum(g, noise.max_grad_norm)[0]
             else:
-                primal += g.weighted_sum(torch.ones(Xb.shape[0], device=device))
+                primal += _plain_sum(g, Xb.shape[0], device)
         metrics = {key: value.sum() for key, value in diagnostics.items()}
     if noise.private and any(problem.private_primal):
         primal += random.normal(n_params, noise.primal_multiplier * noise.max_grad_norm)
@@ -207,14 +207,14 @@ def _dual_step(problem, outputs, batch, noise, random, denominator, device):
             part = clipped_sum(private_rows, problem.dual_clip)[0]
             part = part + random.normal(part.shape[0], noise.dual_multiplier * problem.dual_clip)
         else:
-            part = _plain_sum(private_rows)
+            part = _plain_sum(private_rows, len(batch[0]), device)
         total = part if total is None else total + part
     if total is not None:
         problem.dual_step(total / denominator)
 
 
-def _plain_sum(per_sample) -> torch.Tensor:
-    """Unclipped sum of per-sample rows (a tensor or a norms/weighted_sum object)."""
+def _plain_sum(per_sample, batch_size: int, device) -> torch.Tensor:
+    """Unclipped sum of per-sample rows (a tensor or a weighted_sum object)."""
     if isinstance(per_sample, torch.Tensor):
         return per_sample.sum(0)
-    return per_sample.weighted_sum(torch.ones_like(per_sample.norms()))
+    return per_sample.weighted_sum(torch.ones(batch_size, device=device))
