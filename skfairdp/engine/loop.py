@@ -177,16 +177,24 @@ def _step(module, grads_of, Xb, batch, problem, optimizer, noise, random, m):
     primal = torch.zeros(n_params, device=device, dtype=torch.float32)
     metrics: dict[str, torch.Tensor] = {}
     outputs = None
+    # Optional problem hook replacing flat clipping (see PrimalDualProblem.private_sum).
+    private_sum = getattr(problem, "private_sum", None) if noise.private else None
+    sensitivity = noise.max_grad_norm
     if Xb.shape[0] > 0:
         grads, outputs, diagnostics = grads_of(Xb, problem.primal_objectives, *batch)
         for g, is_private in zip(grads, problem.private_primal):
-            if is_private and noise.private:
+            if is_private and private_sum is not None:
+                part, sensitivity = private_sum(g, Xb, *batch)
+                primal += part
+            elif is_private and noise.private:
                 primal += clipped_sum(g, noise.max_grad_norm)[0]
             else:
                 primal += _plain_sum(g, Xb.shape[0], device)
         metrics = {key: value.sum() for key, value in diagnostics.items()}
+    elif private_sum is not None and any(problem.private_primal):
+        sensitivity = private_sum(None, Xb, *batch)[1]  # empty batch: its releases still happen
     if noise.private and any(problem.private_primal):
-        primal += random.normal(n_params, noise.primal_multiplier * noise.max_grad_norm)
+        primal += random.normal(n_params, noise.primal_multiplier * sensitivity)
     denominator = m if noise.private else max(Xb.shape[0], 1)
     primal /= denominator
     for p, g in zip(grads_of.params, grads_of.unflatten(primal)):

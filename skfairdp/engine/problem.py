@@ -21,6 +21,16 @@ class PrimalDualProblem(Protocol):
     dual (ascent) variable, or ``None`` if there is no dual update this step; the
     private rows are clipped to ``dual_clip`` and noised by the engine, and the
     averaged result goes to ``dual_step``.
+
+    Optional hook ``private_sum(per_sample, X, *batch) -> (total, sensitivity)``:
+    when a problem defines it, private training calls it instead of flat
+    clipping for each private objective's per-sample gradients (``per_sample``
+    is ``None`` for an empty Poisson batch, so that releases made inside the
+    hook, e.g. a noisy count, still happen every step). ``total`` is the
+    processed per-sample sum and ``sensitivity`` the L2 bound on one sample's
+    contribution to it; the engine adds ``N(0, (primal_multiplier *
+    sensitivity)^2)``. Problems without the hook get ``clipped_sum`` at
+    ``max_grad_norm``.
     """
 
     private_primal: tuple[bool, ...]
