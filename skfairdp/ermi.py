@@ -86,6 +86,36 @@ def psi_w_gradients(
     return shared, own
 
 
+def w_gradient_rows(
+    F: torch.Tensor,
+    W: torch.Tensor,
+    pinv: torch.Tensor,
+    s: torch.Tensor,
+    block: torch.Tensor,
+    weight: torch.Tensor,
+    include: str = "both",
+) -> torch.Tensor:
+    """Per-sample W-gradients of ``weight_i * psi_i`` as a dense ``(B, W.numel())`` matrix.
+
+    Entry ``(b_i, r, j)`` is ``2 weight_i F_ij (p_i [r = s_i] - W[b_i, r, j])``
+    (``include="both"``) or ``2 weight_i F_ij p_i [r = s_i]`` (``"own"``); other
+    blocks are zero. The same rows as :meth:`WGradients.dense` in fewer tensor
+    operations, for the small ``W`` of tabular problems.
+    """
+    batch, (n_blocks, k, l) = F.shape[0], W.shape
+    cell = block * k + s if n_blocks > 1 else s
+    p = pinv.reshape(-1).index_select(0, cell)
+    own = F.new_zeros((batch, k)).scatter_(1, s.unsqueeze(1), p.unsqueeze(1)).unsqueeze(2)
+    if include == "both":
+        own = own - (W if n_blocks == 1 else W.index_select(0, block))
+    local = own * (F * (2.0 * weight).unsqueeze(1)).unsqueeze(1)
+    if n_blocks == 1:
+        return local.reshape(batch, k * l)
+    rows = F.new_zeros((batch, n_blocks, k * l))
+    index = block.view(batch, 1, 1).expand(batch, 1, k * l)
+    return rows.scatter_(1, index, local.reshape(batch, 1, k * l)).reshape(batch, -1)
+
+
 def optimal_w(F: torch.Tensor, s: torch.Tensor, n_groups: int, p_s: torch.Tensor) -> torch.Tensor:
     """The inner maximiser ``W*[r, j] = p(Yhat=j, S=r) / (sqrt(p_S(r)) p(Yhat=j))`` (one block)."""
     joint = torch.zeros(n_groups, F.shape[1], dtype=F.dtype, device=F.device)

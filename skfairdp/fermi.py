@@ -43,6 +43,8 @@ GROUP_PRIOR_BUDGET_SHARE = 0.05
 # and averages noise over many steps, so it tolerates more.
 DUAL_NOISE_RATIO = 2.0
 W_RADIUS_MARGIN = 1.1
+# Largest W (entries) whose per-sample gradients are materialised as dense rows.
+DENSE_W_LIMIT = 4096
 # lr_w="auto" is this fraction of the paper's 1 / beta_w = 1 / (2 lambda): stable for
 # every lambda, and W averages its noisy per-batch gradients over ~10 steps.
 AUTO_LR_W_FRACTION = 0.1
@@ -60,6 +62,7 @@ class ErmiProblem:
         w_radius: float,
         lr_w: float,
         privacy_unit: str,
+        all_active: bool = True,
     ):
         self.W = W
         self.pinv = pinv
@@ -67,6 +70,9 @@ class ErmiProblem:
         self.w_radius = float(w_radius)
         self.lr_w = float(lr_w)
         self.sensitive_unit = privacy_unit == "sensitive"
+        # whether every sample has a psi term (not so for equal opportunity, or lambda = 0)
+        self.all_active = bool(all_active) and self.lam > 0
+        self._probabilities = (None, None)
         # record: the whole objective is private; sensitive: only the s-dependent part.
         self.private_primal = (False, True) if self.sensitive_unit else (True,)
         max_pinv = float(pinv.max())
@@ -93,20 +99,53 @@ class ErmiProblem:
         psi = (own_term + shared_term) * (weight != 0)
         return objectives, {"loss": loss, "psi": psi}
 
+    def primal_output_gradients(self, outputs, y, s, block, weight, own, shared):
+        """:meth:`primal_objectives` differentiated by hand in the logits.
+
+        With ``F = softmax(z)``: ``d loss / dz = F - e_y`` and, for ``<c, F>``,
+        ``d/dz = F * (c - <c, F>)``; the engine then needs no autograd pass.
+        """
+        log_p = torch.log_softmax(outputs, dim=1)
+        F = log_p.exp()
+        self._probabilities = (outputs, F)  # the dual step on the same outputs reuses F
+        loss = -log_p.gather(1, y.unsqueeze(1)).squeeze(1)
+        d_loss = F.scatter_add(1, y.unsqueeze(1), F.new_full((len(y), 1), -1.0))
+        w = weight.unsqueeze(1)
+        if self.sensitive_unit:
+            own_term = (F * own).sum(dim=1)
+            shared_term = (F * shared).sum(dim=1)
+            d_private = w * F * (own - own_term.unsqueeze(1))
+            d_public = d_loss + w * F * (shared - shared_term.unsqueeze(1))
+            psi_plus_one = own_term + shared_term
+            grads = (d_public, d_private)
+        else:
+            c = own + shared
+            psi_plus_one = (F * c).sum(dim=1)
+            grads = (d_loss + w * F * (c - psi_plus_one.unsqueeze(1)),)
+        psi = psi_plus_one - 1.0
+        if not self.all_active:
+            psi = psi * (weight != 0)
+        return grads, {"loss": loss, "psi": psi}
+
     def dual_contributions(self, outputs, y, s, block, weight, own, shared):
         if self.lam == 0.0:
             return None
         if outputs is None:
             return None, self.W.new_zeros((0, self.W.numel()))
-        F = torch.softmax(outputs, dim=1)
+        cached_outputs, F = self._probabilities
+        if cached_outputs is not outputs:
+            F = torch.softmax(outputs, dim=1)
+        # a small W is cheapest as dense per-sample rows; a large one stays factored
+        dense = self.W.numel() <= DENSE_W_LIMIT
+        args = (F, self.W, self.pinv, s, block, weight)
         if self.sensitive_unit:
-            public = ermi.WGradients(F, self.W, self.pinv, s, block, weight, include="shared")
-            private = ermi.WGradients(F, self.W, self.pinv, s, block, weight, include="own")
-            return public.weighted_sum(torch.ones_like(weight)), private
-        return None, ermi.WGradients(F, self.W, self.pinv, s, block, weight)
+            public = ermi.WGradients(*args, include="shared").weighted_sum(torch.ones_like(weight))
+            own = ermi.w_gradient_rows(*args, include="own") if dense else None
+            return public, own if dense else ermi.WGradients(*args, include="own")
+        return None, ermi.w_gradient_rows(*args) if dense else ermi.WGradients(*args)
 
     def dual_step(self, gradient):
-        self.W.add_(self.lr_w * gradient.view_as(self.W))
+        self.W.add_(gradient.view_as(self.W), alpha=self.lr_w)
         ermi.project_frobenius(self.W, self.w_radius)
 
 
@@ -397,6 +436,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             if self.lr_w == "auto"
             else self.lr_w,
             privacy_unit=self.privacy_unit,
+            all_active=bool(active.all()),
         )
         z_theta, z_w = self._noise_multipliers(
             private,

@@ -228,3 +228,19 @@ def test_w_gradients_factored_protocol(n_blocks, include):
     torch.testing.assert_close(grads.norms(), torch.linalg.vector_norm(reference, dim=1))
     w = torch.rand(n, generator=gen, dtype=torch.float64)
     torch.testing.assert_close(grads.weighted_sum(w), w @ reference)
+
+
+@pytest.mark.parametrize("n_blocks", [1, 3])
+@pytest.mark.parametrize("include", ["own", "both"])
+def test_dense_w_gradient_rows_equal_definition(n_blocks, include):
+    gen = torch.Generator().manual_seed(7)
+    k, l, n = 3, 4, 13
+    W = torch.randn(n_blocks, k, l, generator=gen, dtype=torch.float64)
+    pinv = torch.rand(n_blocks, k, generator=gen, dtype=torch.float64) + 1.0
+    F = torch.softmax(torch.randn(n, l, generator=gen, dtype=torch.float64), dim=1)
+    s = torch.randint(0, k, (n,), generator=gen)
+    block = torch.randint(0, n_blocks, (n,), generator=gen)
+    weight = 1.5 * (torch.rand(n, generator=gen, dtype=torch.float64) > 0.3).double()
+    reference = ermi.WGradients(F, W, pinv, s, block, weight, include=include).dense()
+    rows = ermi.w_gradient_rows(F, W, pinv, s, block, weight, include=include)
+    torch.testing.assert_close(rows, reference)

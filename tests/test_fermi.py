@@ -519,3 +519,34 @@ def test_cuda_unavailable_error(small_data):
     X, y, s = small_data
     with pytest.raises(ValueError, match="device='cuda'.*not available"):
         _fit(X, y, s, device="cuda")
+
+
+@pytest.mark.parametrize("privacy_unit", ["record", "sensitive"])
+@pytest.mark.parametrize("n_blocks,all_active", [(1, True), (2, True), (2, False)])
+def test_hand_written_output_gradients_equal_autograd(privacy_unit, n_blocks, all_active):
+    """ErmiProblem.primal_output_gradients is primal_objectives differentiated in the logits."""
+    gen = torch.Generator().manual_seed(3)
+    k, l, n = 3, 2, 17
+    problem = ErmiProblem(
+        W=torch.randn(n_blocks, k, l, generator=gen),
+        pinv=torch.rand(n_blocks, k, generator=gen) + 1.0,
+        fairness_weight=2.0,
+        w_radius=5.0,
+        lr_w=0.1,
+        privacy_unit=privacy_unit,
+        all_active=all_active,
+    )
+    y = torch.randint(0, l, (n,), generator=gen)
+    s = torch.randint(0, k, (n,), generator=gen)
+    block = y % n_blocks
+    active = torch.ones(n, dtype=torch.long) if all_active else (y == 1).long()
+    batch = problem.prepare_batch(torch.stack([y, s, block, active], dim=1))
+    outputs = torch.randn(n, l, generator=gen, requires_grad=True)
+    objectives, diag = problem.primal_objectives(outputs, *batch)
+    grads, hand_diag = problem.primal_output_gradients(outputs.detach(), *batch)
+    assert len(grads) == len(objectives) == len(problem.private_primal)
+    for obj, grad in zip(objectives, grads):
+        (auto,) = torch.autograd.grad(obj.sum(), outputs, retain_graph=True)
+        torch.testing.assert_close(grad, auto)
+    for key in diag:
+        torch.testing.assert_close(hand_diag[key], diag[key].detach())

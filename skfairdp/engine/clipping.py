@@ -23,10 +23,15 @@ def clipped_sum(per_sample, max_norm: float) -> tuple[torch.Tensor, torch.Tensor
     norms : Tensor of shape (B,)
         The unclipped norms (for diagnostics).
     """
+    if not max_norm > 0:
+        raise ValueError(f"max_norm must be > 0, got {max_norm!r}")
     if isinstance(per_sample, torch.Tensor):
         norms = torch.linalg.vector_norm(per_sample, dim=1)
-        scale = (max_norm / (norms + 1e-12)).clamp(max=1.0)
-        return scale @ per_sample, norms
+        return clip_factors(norms, max_norm) @ per_sample, norms
     norms = per_sample.norms()
-    scale = (max_norm / (norms + 1e-12)).clamp(max=1.0)
-    return per_sample.weighted_sum(scale), norms
+    return per_sample.weighted_sum(clip_factors(norms, max_norm)), norms
+
+
+def clip_factors(norms: torch.Tensor, max_norm: float) -> torch.Tensor:
+    """``min(1, C / norm)`` per sample (1 for a zero norm)."""
+    return max_norm / norms.clamp(min=max_norm)

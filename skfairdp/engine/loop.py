@@ -177,11 +177,22 @@ def _step(module, grads_of, Xb, batch, problem, optimizer, noise, random, m):
     primal = torch.zeros(n_params, device=device, dtype=torch.float32)
     metrics: dict[str, torch.Tensor] = {}
     outputs = None
+    # Optional problem hook: private per-batch statistics the objective needs, released
+    # before it is formed (e.g. RaCO-DP's noisy histogram); see PrimalDualProblem.
+    release = getattr(problem, "release_batch_statistics", None)
+    if release is not None:
+        with torch.no_grad():
+            batch = release(module(Xb), *batch)
     # Optional problem hook replacing flat clipping (see PrimalDualProblem.private_sum).
     private_sum = getattr(problem, "private_sum", None) if noise.private else None
     sensitivity = noise.max_grad_norm
     if Xb.shape[0] > 0:
-        grads, outputs, diagnostics = grads_of(Xb, problem.primal_objectives, *batch)
+        grads, outputs, diagnostics = grads_of(
+            Xb,
+            problem.primal_objectives,
+            *batch,
+            output_gradients=getattr(problem, "primal_output_gradients", None),
+        )
         for g, is_private in zip(grads, problem.private_primal):
             if is_private and private_sum is not None:
                 part, sensitivity = private_sum(g, Xb, *batch)

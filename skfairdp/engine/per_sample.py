@@ -77,6 +77,9 @@ class PerSampleGradients:
         self.sizes = [p.numel() for p in self.params]
         self.n_params = sum(self.sizes)
         self._records: list[tuple[nn.Linear, torch.Tensor, torch.Tensor]] | None = None
+        # True once we have seen that the module is one Linear layer whose output is
+        # the module's output: then output gradients need no backward pass at all.
+        self._single_layer: bool | None = None
         self._handles = []
         if self.strategy == "linear":
             self._handles = [
@@ -96,7 +99,11 @@ class PerSampleGradients:
         self._handles = []
 
     def __call__(
-        self, X: torch.Tensor, objectives: Objectives, *per_sample: torch.Tensor
+        self,
+        X: torch.Tensor,
+        objectives: Objectives,
+        *per_sample: torch.Tensor,
+        output_gradients: Callable | None = None,
     ) -> tuple[list, torch.Tensor, dict[str, torch.Tensor]]:
         """Per-sample gradients, the batch outputs and per-sample diagnostics.
 
@@ -111,6 +118,13 @@ class PerSampleGradients:
             of ``outputs`` and of the per-sample tensors.
         *per_sample : Tensor
             Tensors with leading dimension ``B`` (labels, groups, coefficients).
+        output_gradients : callable, optional
+            ``output_gradients(outputs, *per_sample) -> ((G_1, ..., G_K), diagnostics)``
+            with ``G_k[i]`` the gradient of ``o_k[i]`` in row ``i`` of the (detached)
+            outputs: the same objectives differentiated by hand. Used by the
+            ``"linear"`` strategy to skip autograd through the objective (and, for a
+            single Linear layer, the backward pass altogether); ``objectives`` is
+            still used by ``"vmap"``.
 
         Returns
         -------
@@ -122,6 +136,8 @@ class PerSampleGradients:
         diagnostics : dict of Tensor
             The objective's per-sample diagnostics, detached.
         """
+        if self.strategy == "linear" and output_gradients is not None:
+            return self._linear_from_output_gradients(X, output_gradients, per_sample)
         if self.strategy == "linear":
             return self._linear(X, objectives, per_sample)
         return self._vmap(X, objectives, per_sample)
@@ -166,6 +182,37 @@ class PerSampleGradients:
             grads.append(FactoredLinearGradients(self.params, factors, X.shape[0]))
         return grads, outputs.detach(), {k: v.detach() for k, v in diag.items()}
 
+    def _linear_from_output_gradients(self, X, output_gradients, per_sample):
+        self._records = records = []
+        try:
+            with torch.set_grad_enabled(not self._single_layer):
+                outputs = self.module(X)
+        finally:
+            self._records = None
+        if self._single_layer is None:
+            self._single_layer = len(records) == 1 and records[0][2] is outputs
+        detached = outputs.detach()
+        out_grads, diag = output_gradients(detached, *per_sample)
+        grads = []
+        for k, out_grad in enumerate(out_grads):
+            if self._single_layer:
+                backprops = [out_grad]
+            else:
+                backprops = torch.autograd.grad(
+                    outputs,
+                    [out for _, _, out in records],
+                    grad_outputs=out_grad,
+                    retain_graph=k < len(out_grads) - 1,
+                    allow_unused=True,
+                )
+            factors = [
+                (layer, activation, grad_out)
+                for (layer, activation, _), grad_out in zip(records, backprops)
+                if grad_out is not None
+            ]
+            grads.append(FactoredLinearGradients(self.params, factors, X.shape[0]))
+        return grads, detached, diag
+
     def unflatten(self, flat: torch.Tensor) -> list[torch.Tensor]:
         """Split a flat ``(n_params,)`` vector into parameter-shaped tensors."""
         return [chunk.view_as(p) for chunk, p in zip(flat.split(self.sizes), self.params)]
@@ -209,6 +256,14 @@ class FactoredLinearGradients:
     def norms(self) -> torch.Tensor:
         if not self.simple:
             return torch.linalg.vector_norm(self.dense(), dim=1)
+        if len(self.factors) == 1:  # the common logistic-regression case, in fewer ops
+            layer, a, b = self.factors[0]
+            norms = torch.linalg.vector_norm(b, dim=1)
+            if layer.weight.requires_grad:
+                a_norms = torch.linalg.vector_norm(a, dim=1)
+                has_bias = layer.bias is not None and layer.bias.requires_grad
+                norms = norms * (a_norms.square_().add_(1.0).sqrt_() if has_bias else a_norms)
+            return norms
         sq = torch.zeros(self.batch, device=self.params[0].device)
         for layer, a, b in self.factors:
             b_sq = (b * b).sum(1)

@@ -17,6 +17,12 @@ class PrimalDualProblem(Protocol):
     noised; the others are public (they do not depend on what the privacy unit
     protects) and are summed exactly.
 
+    A problem may also define ``primal_output_gradients(outputs, *batch)``,
+    returning the gradients of the same objectives in the model outputs and the
+    same diagnostics; for Linear-layer models the engine then skips autograd
+    through the objective (see :class:`~skfairdp.engine.per_sample.PerSampleGradients`).
+    Tests check it against autograd of ``primal_objectives``.
+
     ``dual_contributions`` returns ``(public_sum, private_per_sample)`` for the
     dual (ascent) variable, or ``None`` if there is no dual update this step; the
     private rows are clipped to ``dual_clip`` and noised by the engine, and the
@@ -31,6 +37,13 @@ class PrimalDualProblem(Protocol):
     contribution to it; the engine adds ``N(0, (primal_multiplier *
     sensitivity)^2)``. Problems without the hook get ``clipped_sum`` at
     ``max_grad_norm``.
+
+    Optional hook ``release_batch_statistics(outputs, *batch) -> batch``: called
+    every step (empty Poisson batches included) with the detached model outputs
+    of the batch, before the primal objectives are formed; it may release noisy
+    statistics of the batch (accounted by the estimator) and returns the
+    per-sample tensors the objectives then receive (e.g. RaCO-DP's per-row
+    constraint weights from its noisy histogram).
     """
 
     private_primal: tuple[bool, ...]
