@@ -1,0 +1,656 @@
+"""RaCODPClassifier: RaCO-DP (Yaghini, Cebere, Menart, Bellet & Papernot, 2025).
+
+Private rate-constrained learning: min over theta of the loss subject to rate
+constraints ``Gamma_j(theta) <= gamma_j`` (fairness or otherwise, see
+:mod:`skfairdp.fairness.rates`), by noisy simultaneous gradient descent-ascent
+on the Lagrangian. Per step, on one Poisson batch:
+
+1. soft predictions ``sigma_tau(h(x))`` (tempered softmax) are summed into a
+   ``Q x K`` histogram per part of the constraints' global partition; each row
+   adds a probability vector to one row of the histogram, so its L1 and L2
+   sensitivities are at most 1;
+2. the histogram is released with Gaussian (default) or Laplace noise; every
+   rate, every constraint value and the per-part weights are post-processing of
+   this noisy histogram (denominators floored at 1: noisy counts can be <= 0);
+3. the per-sample objective ``loss_i + B_exp * <W[q(i)], sigma_tau(h_i)>`` is
+   differentiated per sample, clipped, summed, noised and divided by the
+   expected batch size (the engine);
+4. the dual variables take a projected ascent step on ``Gamma_hat - gamma``.
+
+What this module adds to the engine: the per-sample objective, the histogram
+release (``release_batch_statistics``), how lambda moves, and the accounting of
+the two releases made on the same batch.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from numbers import Integral, Real
+
+import dp_accounting
+import numpy as np
+import torch
+from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
+
+from .base import PrivateClassifierBase
+from .engine import NoiseConfig, train
+from .fairness import encode_sensitive_features
+from .fairness.rates import CONSTRAINT_NAMES, compile_rate_constraints, resolve_constraints
+from .privacy import (
+    PoissonSampler,
+    RandomSource,
+    ShuffledBatches,
+    calibrate_noise_multiplier,
+    epsilon_spent,
+    joint_noise_multiplier,
+    resolve_delta,
+    sampled_gaussian_steps_event,
+)
+from .privacy.joint import joint_sampled_event
+
+# "auto" histogram noise: its multiplier is this many times the gradient's. The
+# histogram is a Q x K statistic whose noise the dual step averages over many
+# steps, while the gradient noise lands on d parameters each step, so most of
+# the budget goes to the gradient: with Gaussian noise the histogram takes
+# 1 / (1 + 2^2) = 20% of the per-step "precision" (z^-2) budget.
+HISTOGRAM_NOISE_RATIO = 2.0
+# Floor on noisy counts used as denominators: one row.
+MIN_COUNT = 1.0
+
+
+def soft_histogram(proba: torch.Tensor, parts: torch.Tensor, n_parts: int) -> torch.Tensor:
+    """``(Q, K)`` sums of per-row probability vectors per part (Eq. 8).
+
+    The noiseless histogram: it must only ever reach :meth:`RacoProblem.privatize`.
+    """
+    H = proba.new_zeros((n_parts, proba.shape[1]))
+    return H.index_add_(0, parts, proba)
+
+
+def laplace_noise(random: RandomSource, shape, scale: float, device) -> torch.Tensor:
+    """i.i.d. Laplace(0, scale) from the source's uniforms (CSPRNG in secure mode)."""
+    size = int(np.prod(shape))
+    u = random.uniform(size) - 0.5  # (-0.5, 0.5]
+    noise = -scale * np.sign(u) * np.log1p(-2.0 * np.abs(u).clip(max=0.5 - 1e-16))
+    return torch.as_tensor(noise.reshape(shape), dtype=torch.float32, device=device)
+
+
+class RacoProblem:
+    """The RaCO-DP Lagrangian as the engine sees it (one object per fit).
+
+    Parameters
+    ----------
+    membership : Tensor (M, Q)
+        Which parts make up each set used by the constraints.
+    coefficients : Tensor (J, M, K)
+    bounds : Tensor (J,)
+    temperature : float
+    lr_dual : float
+    dual_bound : float or None
+        Box ``lambda <= dual_bound``; ``None`` for the non-negative orthant.
+    histogram_noise : {"gaussian", "laplace", None}
+        ``None``: the exact histogram (non-private training only).
+    histogram_scale : float
+        Gaussian std or Laplace scale per cell (sensitivity 1).
+    expected_batch_size : float or None
+        ``B_exp`` multiplying the constraint term; ``None`` uses the realised
+        batch size (non-private training, where the engine averages over it).
+    random : RandomSource
+    """
+
+    private_primal = (True,)
+    dual_clip = 1.0  # unused: the dual moves by post-processing of the histogram
+
+    def __init__(
+        self,
+        *,
+        membership: torch.Tensor,
+        coefficients: torch.Tensor,
+        bounds: torch.Tensor,
+        temperature: float,
+        lr_dual: float,
+        dual_bound: float | None,
+        histogram_noise: str | None,
+        histogram_scale: float,
+        expected_batch_size: float | None,
+        random: RandomSource,
+    ):
+        self.S = membership.float()
+        self.A = coefficients.float()
+        self.gamma = bounds.float()
+        self.tau = float(temperature)
+        self.lr_dual = float(lr_dual)
+        self.dual_bound = dual_bound
+        self.histogram_noise = histogram_noise
+        self.histogram_scale = float(histogram_scale)
+        self.expected_batch_size = expected_batch_size
+        self.random = random
+        self.lam = torch.zeros(self.A.shape[0], device=self.A.device)
+        self.n_parts = self.S.shape[1]
+        self.step_violations: list[float] = []
+        self.step_lambda_max: list[float] = []
+        self.value_sums = torch.zeros_like(self.lam)
+        self.n_releases = 0
+
+    def prepare_batch(self, codes):
+        y, part = codes.unbind(dim=1)
+        return y, part
+
+    def privatize(self, H: torch.Tensor) -> torch.Tensor:
+        """The one release of the step: ``H`` plus noise (the identity when non-private)."""
+        self.n_releases += 1
+        if self.histogram_noise is None:
+            return H
+        if self.histogram_noise == "gaussian":
+            return H + self.random.normal(H.shape, self.histogram_scale).to(H.device)
+        return H + laplace_noise(self.random, tuple(H.shape), self.histogram_scale, H.device)
+
+    def rates(self, H_hat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-set rates ``(M, K)`` (clipped to [0, 1]) and floored denominators ``(M,)``."""
+        sums = self.S @ H_hat
+        denom = sums.sum(dim=1).clamp(min=MIN_COUNT)
+        return (sums / denom[:, None]).clamp(0.0, 1.0), denom
+
+    def release_batch_statistics(self, outputs, y, part):
+        proba = torch.softmax(self.tau * outputs.float(), dim=1)
+        H_hat = self.privatize(soft_histogram(proba, part, self.n_parts))
+        # --- everything below is post-processing of H_hat ---
+        rates, denom = self.rates(H_hat)
+        values = torch.einsum("jmk,mk->j", self.A, rates)
+        # per-part weights at the current lambda (simultaneous descent-ascent)
+        W = self.S.T @ (torch.einsum("j,jmk->mk", self.lam, self.A) / denom[:, None])
+        scale = self.expected_batch_size if self.expected_batch_size is not None else len(y)
+        weights = scale * W.index_select(0, part)
+        self.dual_update(values)
+        return y, weights
+
+    def dual_update(self, values: torch.Tensor) -> None:
+        """``lambda <- clip(lambda + lr_dual (Gamma_hat - gamma), 0, dual_bound)``."""
+        violation = values - self.gamma
+        self.lam = (self.lam + self.lr_dual * violation).clamp(min=0.0, max=self.dual_bound)
+        self.value_sums += values
+        self.step_violations.append(float(violation.max()))
+        self.step_lambda_max.append(float(self.lam.max()))
+
+    def primal_objectives(self, outputs, y, weights):
+        log_p = torch.log_softmax(outputs, dim=1)
+        loss = -log_p.gather(1, y.unsqueeze(1)).squeeze(1)
+        soft = torch.softmax(self.tau * outputs, dim=1)
+        return (loss + (weights * soft).sum(dim=1),), {"loss": loss}
+
+    def primal_output_gradients(self, outputs, y, weights):
+        log_p = torch.log_softmax(outputs, dim=1)
+        p = log_p.exp()
+        loss = -log_p.gather(1, y.unsqueeze(1)).squeeze(1)
+        grad = p.scatter_add(1, y.unsqueeze(1), -torch.ones_like(loss).unsqueeze(1))
+        soft = torch.softmax(self.tau * outputs, dim=1)
+        mean_w = (weights * soft).sum(dim=1, keepdim=True)
+        grad = grad + self.tau * soft * (weights - mean_w)
+        return (grad,), {"loss": loss}
+
+    def dual_contributions(self, outputs, *batch):
+        return None  # lambda moved in release_batch_statistics, from the released histogram
+
+    def dual_step(self, gradient):  # pragma: no cover - never called (no dual contributions)
+        raise AssertionError("RaCO's dual step is post-processing of the histogram")
+
+
+class _CappedSampler:
+    """Stops a sampler after ``max_steps`` batches in total (the last epoch is partial)."""
+
+    def __init__(self, sampler, max_steps: int):
+        self.sampler = sampler
+        self.max_steps = int(max_steps)
+        self.taken = 0
+
+    @property
+    def expected_batch_size(self) -> float:
+        return self.sampler.expected_batch_size
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return self.sampler.steps_per_epoch
+
+    def epoch(self):
+        for batch in self.sampler.epoch():
+            if self.taken >= self.max_steps:
+                return
+            self.taken += 1
+            yield batch
+
+
+class RaCODPClassifier(PrivateClassifierBase):
+    """Differentially private rate-constrained classifier by RaCO-DP.
+
+    Minimises cross-entropy subject to rate constraints (demographic parity,
+    equalized odds, false negative rate bounds, or custom ones) with noisy
+    stochastic gradient descent-ascent on the Lagrangian; the constraint rates
+    come from one noisy histogram of soft predictions per step (Yaghini, Cebere,
+    Menart, Bellet & Papernot, "Private Rate-Constrained Optimization with
+    Applications to Fair Learning", 2025). Privacy unit: add or remove one row
+    ``(x, s, y)``.
+
+    Parameters
+    ----------
+    constraints : str, constraint object, or list of them, default="demographic_parity"
+        Names ``"demographic_parity"``, ``"equalized_odds"``, ``"equal_opportunity"``,
+        ``"false_negative_rate"`` (slack ``tolerance``), objects from
+        :mod:`skfairdp.fairness.rates` (``DemographicParity(0.05)``,
+        ``FalseNegativeRate(0.3)``, ``RateConstraint(...)``), or a list combining
+        them; the smallest common partition of the rows is built from them.
+    tolerance : float, default=0.05
+        Slack ``gamma`` of constraints given by name.
+    epsilon : float, default=1.0
+        Target epsilon; ``np.inf`` trains without noise or clipping (shuffled
+        batches, exact histogram: plain SGDA) and reports ``(inf, 0.0)``.
+    delta : "auto" or float, default="auto"
+        ``"auto"`` is ``0.1 / n`` rounded down to one digit.
+    temperature : float, default=1.0
+        ``tau`` of the tempered softmax ``sigma_tau(z) = softmax(tau z)`` used for
+        the soft rates (the paper's printed ``exp(-tau z)`` is a sign typo).
+    max_grad_norm : float, default=1.0
+        Clipping norm ``C`` of the per-sample gradient of
+        ``loss_i + B_exp <W[q(i)], sigma_tau(h_i)>``.
+    histogram_noise : {"gaussian", "laplace"}, default="gaussian"
+        Noise on the histogram. Gaussian: the gradient sum and the histogram of
+        a step form one Gaussian mechanism with multiplier
+        ``(z_grad^-2 + z_hist^-2)^-1/2``, accounted exactly. Laplace (the paper's
+        choice): the two releases are accounted jointly on their shared batch by
+        a PLD (:mod:`skfairdp.privacy.joint`).
+    histogram_noise_multiplier : "auto" or float, default="auto"
+        Histogram noise over its sensitivity (1): Gaussian std or Laplace scale
+        per cell. ``"auto"`` is ``2 * noise_multiplier``.
+    noise_multiplier : None or float, default=None
+        ``None`` calibrates the gradient noise to ``epsilon`` for
+        ``max_epochs`` epochs. A float fixes it (the paper's protocol) and trains
+        for the largest number of steps within ``epsilon``, at most
+        ``max_epochs`` epochs.
+    calibration : {"accountant", "paper"}, default="accountant"
+        ``"accountant"``: noise (or steps) such that the executed event meets
+        ``(epsilon, delta)`` by the sound accountant. ``"paper"``: the authors'
+        accounting (each release Poisson-amplified separately, then composed;
+        PLD), for reproduction; ``privacy_spent_`` still reports the sound value,
+        which is larger, and a warning says so.
+    accountant : {"auto", "rdp", "pld"}, default="auto"
+        For Gaussian histograms: RDP (``"auto"``) or PLD. Laplace histograms are
+        always accounted by the joint PLD.
+    lr : float, default=0.1
+        Learning rate of the model optimizer.
+    lr_dual : float, default=1.0
+        Step size of lambda's projected ascent on ``Gamma_hat - gamma``.
+    dual_bound : None or float, default=None
+        Upper bound on each lambda (the theory's compact dual set).
+    batch_size : int, default=512
+        Expected (Poisson) batch size ``B_exp``.
+    max_epochs : int, default=30
+        Number of expected passes.
+    module, hidden_layer_sizes, optimizer, sensitive_values, callbacks,
+    random_state, secure_mode, device, verbose, **kwargs
+        As in :class:`~skfairdp.DPFermiClassifier`.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    module_ : torch.nn.Module
+    group_encoder_ : GroupEncoder or None
+    rate_program_ : skfairdp.fairness.rates.RateProgram
+        Compiled constraints: global partition, sets, coefficients, bounds.
+    constraint_names_ : list of str
+    lambda_ : ndarray of shape (n_constraints,)
+        Final dual variables.
+    privacy_spent_ : PrivacySpent
+        ``(epsilon, delta)`` of ``dp_event_`` by the sound accountant.
+    paper_epsilon_ : float
+        Epsilon of the same run by the authors' separate composition (for
+        comparison; not a guarantee).
+    dp_event_ : dp_accounting.DpEvent
+    noise_multiplier_ : float
+        Gradient noise std over ``max_grad_norm``.
+    histogram_noise_multiplier_ : float
+        Histogram Gaussian std or Laplace scale.
+    effective_noise_multiplier_ : float
+        Joint Gaussian multiplier of a step (Gaussian histograms; ``nan`` otherwise).
+    n_steps_ : int
+    history_ : skorch.history.History
+        Per epoch: ``loss`` (raw batches, NOT private), ``constraint_violation``
+        (mean over the epoch's steps of ``max_j Gamma_hat_j - gamma_j``, from the
+        released histograms: private), ``lambda_max``, ``epsilon``, ``steps``, ``dur``.
+    """
+
+    _parameter_constraints: dict = {
+        **{
+            k: v
+            for k, v in PrivateClassifierBase._parameter_constraints.items()
+            if k not in ("privacy_unit", "iterate")
+        },
+        "constraints": [StrOptions(set(CONSTRAINT_NAMES)), list, tuple, HasMethods(["expand"])],
+        "tolerance": [Interval(Real, 0, None, closed="left")],
+        "temperature": [Interval(Real, 0, None, closed="neither")],
+        "histogram_noise": [StrOptions({"gaussian", "laplace"})],
+        "histogram_noise_multiplier": [
+            StrOptions({"auto"}),
+            Interval(Real, 0, None, closed="neither"),
+            Options(Real, {np.inf}),
+        ],
+        "noise_multiplier": [None, Interval(Real, 0, None, closed="neither")],
+        "calibration": [StrOptions({"accountant", "paper"})],
+        "lr_dual": [Interval(Real, 0, None, closed="neither")],
+        "dual_bound": [None, Interval(Real, 0, None, closed="neither")],
+        "sensitive_values": [None, "array-like", dict],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        constraints="demographic_parity",
+        tolerance: float = 0.05,
+        epsilon: float = 1.0,
+        delta="auto",
+        temperature: float = 1.0,
+        max_grad_norm: float = 1.0,
+        histogram_noise: str = "gaussian",
+        histogram_noise_multiplier="auto",
+        noise_multiplier=None,
+        calibration: str = "accountant",
+        accountant: str = "auto",
+        lr: float = 0.1,
+        lr_dual: float = 1.0,
+        dual_bound=None,
+        batch_size: int = 512,
+        max_epochs: int = 30,
+        module=None,
+        hidden_layer_sizes=(),
+        optimizer=torch.optim.SGD,
+        sensitive_values=None,
+        callbacks=None,
+        random_state=None,
+        secure_mode: bool = False,
+        device="cpu",
+        verbose: int = 0,
+        **kwargs,
+    ):
+        self.constraints = constraints
+        self.tolerance = tolerance
+        self.epsilon = epsilon
+        self.delta = delta
+        self.temperature = temperature
+        self.max_grad_norm = max_grad_norm
+        self.histogram_noise = histogram_noise
+        self.histogram_noise_multiplier = histogram_noise_multiplier
+        self.noise_multiplier = noise_multiplier
+        self.calibration = calibration
+        self.accountant = accountant
+        self.lr = lr
+        self.lr_dual = lr_dual
+        self.dual_bound = dual_bound
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.module = module
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.optimizer = optimizer
+        self.sensitive_values = sensitive_values
+        self.callbacks = callbacks
+        self.random_state = random_state
+        self.secure_mode = secure_mode
+        self.device = device
+        self.verbose = verbose
+        self._store_prefixed(kwargs)
+
+    # -- fit ------------------------------------------------------------------
+    def fit(self, X, y, *, sensitive_features=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
+            Group membership (several columns form joint groups). Required when a
+            constraint compares groups; not needed by ``predict``.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        families = resolve_constraints(self.constraints, float(self.tolerance))
+        X, y_enc = self._validate_X_y(X, y)
+        n, n_classes = X.shape[0], len(self.classes_)
+        private = not math.isinf(self.epsilon)
+        if not private and self.noise_multiplier is not None:
+            raise ValueError(
+                "noise_multiplier is set but epsilon=inf (non-private training adds no noise); "
+                "set a finite epsilon or noise_multiplier=None"
+            )
+        if self.histogram_noise == "laplace" and self.accountant == "rdp":
+            raise ValueError(
+                "accountant='rdp' cannot account histogram_noise='laplace' (the gradient and "
+                "the Laplace histogram share a batch; only the joint PLD accounts that): use "
+                "accountant='auto' or 'pld'"
+            )
+        delta = resolve_delta(self.delta, n) if private else 0.0
+        device = self._device()
+        random = RandomSource(self.random_state, secure_mode=self.secure_mode, device=device)
+
+        if sensitive_features is not None:
+            codes, self.group_encoder_ = encode_sensitive_features(
+                sensitive_features, n, sensitive_values=self.sensitive_values
+            )
+            group_labels = list(self.group_encoder_.group_labels_)
+        else:
+            codes, self.group_encoder_, group_labels = np.zeros(n, dtype=np.int64), None, [None]
+        try:
+            program = compile_rate_constraints(families, group_labels, list(self.classes_))
+        except ValueError as exc:
+            if sensitive_features is None:
+                raise ValueError(
+                    f"sensitive_features is required by constraints={self.constraints!r}: pass "
+                    "fit(X, y, sensitive_features=...) (with metadata routing enabled inside a "
+                    f"Pipeline or GridSearchCV). ({exc})"
+                ) from exc
+            raise
+        if program.uses_groups and sensitive_features is None:
+            raise ValueError(f"sensitive_features is required by constraints={self.constraints!r}")
+        self.rate_program_ = program
+        self.constraint_names_ = list(program.names)
+        parts = program.parts(codes, y_enc)
+
+        sampling_rate = min(1.0, self.batch_size / n)
+        sampler = (
+            PoissonSampler(n, sampling_rate, random)
+            if private
+            else ShuffledBatches(n, self.batch_size, random)
+        )
+        planned_steps = self.max_epochs * sampler.steps_per_epoch
+        z_grad, z_hist, steps = (
+            self._calibrate(sampling_rate, planned_steps, delta)
+            if private
+            else (math.inf, math.inf, planned_steps)
+        )
+        self.noise_multiplier_ = z_grad
+        self.histogram_noise_multiplier_ = z_hist
+        self.effective_noise_multiplier_ = (
+            joint_noise_multiplier(z_grad, z_hist)
+            if private and self.histogram_noise == "gaussian"
+            else math.nan
+        )
+        max_epochs = max(1, math.ceil(steps / sampler.steps_per_epoch))
+        if steps < planned_steps:
+            sampler = _CappedSampler(sampler, steps)
+
+        problem = RacoProblem(
+            membership=torch.as_tensor(program.membership, device=device),
+            coefficients=torch.as_tensor(program.coefficients, device=device),
+            bounds=torch.as_tensor(program.bounds, device=device),
+            temperature=self.temperature,
+            lr_dual=self.lr_dual,
+            dual_bound=None if self.dual_bound is None else float(self.dual_bound),
+            histogram_noise=self.histogram_noise if private else None,
+            histogram_scale=z_hist,
+            expected_batch_size=sampler.expected_batch_size if private else None,
+            random=random,
+        )
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            torch.manual_seed(random.torch_seed())
+            self.module_ = self._build_module(X.shape[1], n_classes).to(
+                device=device, dtype=torch.float32
+            )
+        optimizer = self._build_optimizer(self.module_)
+        packed = np.stack([y_enc, parts], axis=1).astype(np.int64)
+        noise = NoiseConfig(float(self.max_grad_norm), z_grad, None) if private else NoiseConfig()
+        self.module_.train()
+        result = train(
+            self.module_,
+            torch.from_numpy(np.ascontiguousarray(X)).to(device),
+            (torch.as_tensor(packed).to(device),),
+            problem,
+            sampler=sampler,
+            optimizer=optimizer,
+            noise=noise,
+            random=random,
+            max_epochs=max_epochs,
+            callbacks=list(self.callbacks or ()),
+            net=self,
+            verbose=self.verbose,
+        )
+        self.module_.eval()
+        self.lambda_ = problem.lam.cpu().numpy().astype(float)
+        self.n_steps_ = result.steps
+        self.history_ = result.history
+
+        def event_after(t: int):
+            return self._event(z_grad, z_hist, sampling_rate, t) if private else None
+
+        account = {"accountant": self.accountant}
+        if private:
+            self.dp_event_ = event_after(result.steps)
+            self.privacy_spent_ = epsilon_spent(self.dp_event_, delta, **account)
+            self.paper_epsilon_ = epsilon_spent(
+                self._paper_event(z_grad, z_hist, sampling_rate, result.steps),
+                delta,
+                accountant="pld",
+            ).epsilon
+        else:
+            self.dp_event_ = dp_accounting.NonPrivateDpEvent()
+            self.privacy_spent_ = epsilon_spent(self.dp_event_, delta)
+            self.paper_epsilon_ = math.inf
+        if self.calibration == "paper" and self.privacy_spent_.epsilon > self.epsilon * 1.001:
+            warnings.warn(
+                f"calibration='paper' met epsilon={self.epsilon:g} by the authors' separate "
+                f"composition; the sound (joint) accountant says this run spent "
+                f"epsilon={self.privacy_spent_.epsilon:.4g} (privacy_spent_).",
+                UserWarning,
+                stacklevel=2,
+            )
+        start = 0
+        for row in self.history_:
+            stop = row["steps"]
+            window = problem.step_violations[start:stop]
+            row["constraint_violation"] = float(np.mean(window)) if window else float("nan")
+            row["lambda_max"] = problem.step_lambda_max[stop - 1] if stop else 0.0
+            row["epsilon"] = (
+                self.privacy_spent_.epsilon
+                if stop == result.steps or not private
+                else epsilon_spent(event_after(stop), delta, **account).epsilon
+            )
+            start = stop
+        return self
+
+    # -- accounting -------------------------------------------------------------
+    def _event(self, z_grad: float, z_hist: float, q: float, steps: int):
+        """The executed event: ``steps`` Poisson-sampled steps of (gradient, histogram)."""
+        if self.histogram_noise == "gaussian":
+            return sampled_gaussian_steps_event(joint_noise_multiplier(z_grad, z_hist), q, steps)
+        step = joint_sampled_event(q, gaussian_multiplier=z_grad, laplace_scale=z_hist)
+        return dp_accounting.SelfComposedDpEvent(step, int(steps))
+
+    def _paper_event(self, z_grad: float, z_hist: float, q: float, steps: int):
+        """The authors' accounting: each release amplified separately, then composed."""
+        hist = (
+            dp_accounting.GaussianDpEvent(z_hist)
+            if self.histogram_noise == "gaussian"
+            else dp_accounting.LaplaceDpEvent(z_hist)
+        )
+        parts = [dp_accounting.GaussianDpEvent(z_grad)] + ([hist] if math.isfinite(z_hist) else [])
+        return dp_accounting.ComposedDpEvent(
+            [
+                dp_accounting.SelfComposedDpEvent(
+                    dp_accounting.PoissonSampledDpEvent(q, e) if q < 1 else e, int(steps)
+                )
+                for e in parts
+            ]
+        )
+
+    def _spent(self, z_grad, z_hist, q, steps, delta) -> float:
+        if self.calibration == "paper":
+            event = self._paper_event(z_grad, z_hist, q, steps)
+            return epsilon_spent(event, delta, accountant="pld").epsilon
+        event = self._event(z_grad, z_hist, q, steps)
+        return epsilon_spent(event, delta, accountant=self.accountant).epsilon
+
+    def _hist_multiplier(self, z_grad: float) -> float:
+        if self.histogram_noise_multiplier == "auto":
+            return HISTOGRAM_NOISE_RATIO * z_grad
+        return float(self.histogram_noise_multiplier)
+
+    def _calibrate(self, q: float, planned_steps: int, delta: float):
+        """``(z_grad, z_hist, steps)`` meeting ``(epsilon, delta)``."""
+        fixed_hist = self.histogram_noise_multiplier != "auto"
+        if self.noise_multiplier is not None:  # noise fixed: find the steps
+            z_grad = float(self.noise_multiplier)
+            z_hist = self._hist_multiplier(z_grad)
+            steps = self._max_steps(z_grad, z_hist, q, planned_steps, delta)
+            return z_grad, z_hist, steps
+        if fixed_hist:
+            z_hist = float(self.histogram_noise_multiplier)
+            if self._spent(1e6, z_hist, q, planned_steps, delta) > self.epsilon:
+                raise ValueError(
+                    f"histogram_noise_multiplier={z_hist:g} alone spends more than "
+                    f"epsilon={self.epsilon:g} over {planned_steps} steps; increase it or use "
+                    "'auto'"
+                )
+        simple = (
+            self.histogram_noise == "gaussian"
+            and self.calibration == "accountant"
+            and not fixed_hist
+        )
+        if simple:  # one Gaussian per step: calibrate the joint multiplier, then split it
+            z_eff = calibrate_noise_multiplier(
+                self.epsilon,
+                delta,
+                lambda z: sampled_gaussian_steps_event(z, q, planned_steps),
+                accountant=self.accountant,
+            )
+            z_grad = z_eff * math.sqrt(1.0 + HISTOGRAM_NOISE_RATIO**-2)
+            return z_grad, HISTOGRAM_NOISE_RATIO * z_grad, planned_steps
+        lo, hi = 0.0, 1.0
+        while self._spent(hi, self._hist_multiplier(hi), q, planned_steps, delta) > self.epsilon:
+            lo, hi = hi, 2.0 * hi
+            if hi > 1e6:
+                raise ValueError(f"no noise multiplier reaches epsilon={self.epsilon}")
+        while hi - lo > 1e-3 * hi:
+            mid = 0.5 * (lo + hi)
+            if self._spent(mid, self._hist_multiplier(mid), q, planned_steps, delta) > self.epsilon:
+                lo = mid
+            else:
+                hi = mid
+        return hi, self._hist_multiplier(hi), planned_steps
+
+    def _max_steps(self, z_grad, z_hist, q, cap, delta) -> int:
+        """Largest ``T <= cap`` with ``epsilon(T) <= epsilon`` (epsilon grows with T)."""
+        if self._spent(z_grad, z_hist, q, 1, delta) > self.epsilon:
+            raise ValueError(
+                f"noise_multiplier={z_grad:g} (histogram {z_hist:g}) spends more than "
+                f"epsilon={self.epsilon:g} in a single step; increase the noise"
+            )
+        if self._spent(z_grad, z_hist, q, cap, delta) <= self.epsilon:
+            return cap
+        lo, hi = 1, cap  # spent(lo) <= eps < spent(hi)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self._spent(z_grad, z_hist, q, mid, delta) <= self.epsilon:
+                lo = mid
+            else:
+                hi = mid
+        return lo
