@@ -1,0 +1,256 @@
+"""FairLensClassifier: DP-SGD with Tran et al.'s (2021a) regularisers (Esipova et al. Alg. 4).
+
+The per-sample loss gets two batch-level terms, for two groups ``a, b``:
+
+``R1 = |<g_Ba - g_Bb, gbar_B - g_B>|``
+    how differently the clipping error ``gbar_B - g_B`` moves the two groups'
+    losses (targets the clipping part of the excess risk);
+``R2 = (f_a (1 - f_a) + f_b (1 - f_b)) / 2``
+    with ``f_k`` the group's mean predicted probability of the positive class
+    (distance to the decision boundary, a proxy for the noise part).
+
+Each sample's gradient of ``loss_i + lambda_clip R1 + lambda_noise R2`` is
+clipped to ``C0`` and the sum noised, as DP-SGD. The regularisers' gradients
+are attributed to samples through their own outputs/gradients (as Opacus'
+per-sample hooks do for a batch loss), with the clipping factors and batch
+statistics held fixed: ``R1``'s part of sample ``i``'s gradient is the
+Hessian-vector product ``H_i d_i`` (computed with ``torch.func``), ``R2``'s a
+multiple of ``grad p_i``.
+
+Privacy caveat (why fitting warns): ``R1`` and ``R2`` couple the samples of a
+batch, so one row changes *every* processed gradient and the sum's
+sensitivity is not ``C0``. ``privacy_spent_`` is the DP-SGD accounting the
+paper reports for this method, not a proven guarantee. It is a baseline.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from numbers import Real
+
+import torch
+from sklearn.utils._param_validation import Interval
+from torch.func import functional_call, grad, vmap
+
+from .._dpsgd import NoisySGDClassifierBase
+from ..fairness import encode_sensitive_features
+
+
+class UnboundedSensitivityWarning(UserWarning):
+    """A fit whose per-sample contributions are coupled, so ``C0`` does not bound sensitivity."""
+
+
+class FairLensProblem:
+    """FairLens' per-step processing as an engine problem (``private_sum`` hook)."""
+
+    private_primal = (True,)
+    dual_clip = 0.0
+
+    def __init__(self, *, module, max_grad_norm, lambda_clip, lambda_noise):
+        self.module = module
+        self.max_grad_norm = float(max_grad_norm)
+        self.lambda_clip = float(lambda_clip)
+        self.lambda_noise = float(lambda_noise)
+        self.names = [n for n, p in module.named_parameters() if p.requires_grad]
+
+    def prepare_batch(self, codes):
+        return codes[:, 0], codes[:, 1]
+
+    def primal_objectives(self, outputs, y, groups):
+        loss = torch.nn.functional.cross_entropy(outputs, y, reduction="none")
+        return (loss,), {"loss": loss}
+
+    def dual_contributions(self, outputs, *batch):
+        return None
+
+    def dual_step(self, gradient):  # pragma: no cover - no dual variable
+        pass
+
+    def regularised_gradients(self, G, X, y, groups):
+        """Per-sample gradients ``(B, P)`` of the regularised loss, given those of the loss."""
+        B = G.shape[0]
+        norms = torch.linalg.vector_norm(G, dim=1)
+        w = (self.max_grad_norm / (norms + 1e-12)).clamp(max=1.0)
+        in_a = groups == 0
+        n_a, n_b = int(in_a.sum()), int((~in_a).sum())
+        if n_a == 0 or n_b == 0 or (self.lambda_clip == 0 and self.lambda_noise == 0):
+            return G  # both regularisers compare the two groups of the batch
+        c = torch.where(in_a, 1.0 / n_a, -1.0 / n_b).to(G.dtype)
+        u = c @ G  # g_Ba - g_Bb
+        v = ((w - 1.0) @ G) / B  # gbar_B - g_B
+        sign = torch.sign(u @ v)
+        params = {n: p.detach() for n, p in self.module.named_parameters() if p.requires_grad}
+        sizes = [params[n].numel() for n in self.names]
+
+        def as_params(flat):
+            return {n: t.view_as(params[n]) for n, t in zip(self.names, flat.split(sizes))}
+
+        U, V = as_params(u), as_params(v)
+        with torch.no_grad():
+            prob = torch.softmax(self.module(X), dim=1)[:, 1]
+        f_a, f_b = prob[in_a].mean(), prob[~in_a].mean()
+        f = torch.where(in_a, f_a, f_b)
+        share = torch.where(in_a, B / n_a, B / n_b).to(G.dtype)
+        coef_noise = self.lambda_noise * 0.5 * (1.0 - 2.0 * f) * share
+        coef_v = self.lambda_clip * sign * B * c
+        coef_u = self.lambda_clip * sign * (w - 1.0)
+        module = self.module
+
+        def regulariser(p, x, target, cv, cu, cn):
+            def loss(q):
+                out = functional_call(module, q, (x.unsqueeze(0),))
+                return torch.nn.functional.cross_entropy(out, target.unsqueeze(0))
+
+            g = grad(loss)(p)
+            dot = sum((g[n] * (cv * V[n] + cu * U[n])).sum() for n in self.names)
+            out = functional_call(module, p, (x.unsqueeze(0),))
+            return dot + cn * torch.softmax(out, dim=1)[0, 1]
+
+        extra = vmap(grad(regulariser), in_dims=(None, 0, 0, 0, 0, 0))(
+            params, X, y, coef_v, coef_u, coef_noise
+        )
+        flat = torch.cat([extra[n].reshape(B, -1) for n in self.names], dim=1)
+        return G + flat
+
+    def private_sum(self, per_sample, X, y, groups):
+        if per_sample is None:
+            return None, self.max_grad_norm
+        G = self.regularised_gradients(per_sample.dense(), X, y, groups)
+        norms = torch.linalg.vector_norm(G, dim=1)
+        weights = (self.max_grad_norm / (norms + 1e-12)).clamp(max=1.0)
+        return weights @ G, self.max_grad_norm
+
+
+class FairLensClassifier(NoisySGDClassifierBase):
+    """DP-SGD with FairLens regularisers (Tran et al. 2021a), as in Esipova et al.'s Alg. 4.
+
+    Binary labels and exactly two groups. A comparison baseline: its batch
+    regularisers couple samples, so the reported ``privacy_spent_`` (the
+    DP-SGD accounting the paper uses) is not a proven guarantee, and every
+    private fit warns (:class:`UnboundedSensitivityWarning`).
+
+    Parameters
+    ----------
+    lambda_clip : float, default=1.0
+        Weight of ``R1`` (paper: ``lambda_1 = 1``).
+    lambda_noise : float, default=1.0
+        Weight of ``R2`` (paper: ``lambda_2 = 1``).
+    epsilon, delta, max_grad_norm, lr, batch_size, max_epochs, module,
+    hidden_layer_sizes, activation, sensitive_values, optimizer, callbacks,
+    random_state, secure_mode, device, verbose, **kwargs
+        As :class:`~skfairdp.baselines.DPSGDFClassifier` (``lr`` default 0.01,
+        the paper's).
+
+    Attributes
+    ----------
+    group_encoder_, privacy_spent_, dp_event_, noise_multiplier_,
+    effective_noise_multiplier_, history_, n_steps_, module_, classes_
+    """
+
+    _parameter_constraints: dict = {
+        **NoisySGDClassifierBase._parameter_constraints,
+        "lambda_clip": [Interval(Real, 0, None, closed="left")],
+        "lambda_noise": [Interval(Real, 0, None, closed="left")],
+        "sensitive_values": [None, "array-like", dict],
+    }
+
+    def __init__(
+        self,
+        lambda_clip: float = 1.0,
+        lambda_noise: float = 1.0,
+        epsilon: float = 1.0,
+        delta="auto",
+        max_grad_norm: float = 1.0,
+        lr: float = 0.01,
+        batch_size: int = 256,
+        max_epochs: int = 20,
+        module=None,
+        hidden_layer_sizes=(256, 256),
+        activation: str = "tanh",
+        sensitive_values=None,
+        optimizer=torch.optim.SGD,
+        callbacks=None,
+        random_state=None,
+        secure_mode: bool = False,
+        device="cpu",
+        verbose: int = 0,
+        **kwargs,
+    ):
+        self.lambda_clip = lambda_clip
+        self.lambda_noise = lambda_noise
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_grad_norm = max_grad_norm
+        self.lr = lr
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.module = module
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.sensitive_values = sensitive_values
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.random_state = random_state
+        self.secure_mode = secure_mode
+        self.device = device
+        self.verbose = verbose
+        self._store_prefixed(kwargs)
+
+    def fit(self, X, y, *, sensitive_features=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Binary labels.
+        sensitive_features : array-like of shape (n_samples,)
+            Exactly two groups (required).
+
+        Returns
+        -------
+        self
+        """
+        if not math.isinf(getattr(self, "epsilon", 1.0)):
+            warnings.warn(
+                "FairLensClassifier's regularisers couple the samples of a batch, so the "
+                "per-sample clipping bound does not bound the sensitivity: privacy_spent_ is "
+                "the DP-SGD accounting reported in the literature for this baseline, not a "
+                "proven guarantee. Use GlobalScalingDPClassifier or DPSGDFClassifier for a "
+                "private model.",
+                UnboundedSensitivityWarning,
+                stacklevel=2,
+            )
+        return self._fit(X, y, sensitive_features)
+
+    def _encode_groups(self, sensitive_features, n):
+        if sensitive_features is None:
+            raise ValueError(
+                "sensitive_features is required: FairLensClassifier's regularisers compare two "
+                "groups. Pass fit(X, y, sensitive_features=...)."
+            )
+        codes, self.group_encoder_ = encode_sensitive_features(
+            sensitive_features, n, sensitive_values=self.sensitive_values
+        )
+        if self.group_encoder_.n_groups_ != 2:
+            raise ValueError(
+                "FairLensClassifier supports exactly 2 groups in sensitive_features; got "
+                f"{self.group_encoder_.n_groups_} ({list(self.group_encoder_.group_labels_)})"
+            )
+        return codes
+
+    def _check_extra_params(self, n_classes: int) -> None:
+        if n_classes != 2:
+            raise ValueError(
+                f"FairLensClassifier supports binary y only (its R2 regulariser uses the positive "
+                f"class probability); got {n_classes} classes"
+            )
+
+    def _make_problem(self, *, random, expected_batch_size, device, n_classes, private):
+        return FairLensProblem(
+            module=self.module_,
+            max_grad_norm=self.max_grad_norm,
+            lambda_clip=self.lambda_clip,
+            lambda_noise=self.lambda_noise,
+        )
