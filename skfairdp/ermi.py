@@ -138,8 +138,7 @@ def ermi(
 
 def project_frobenius(W: torch.Tensor, radius: float) -> torch.Tensor:
     """Project each block ``W[b]`` onto the Frobenius ball of ``radius`` (in place)."""
-    norms = torch.linalg.matrix_norm(W, dim=(-2, -1))
-    scale = (radius / norms.clamp(min=1e-12)).clamp(max=1.0)
+    scale = radius / torch.linalg.matrix_norm(W, dim=(-2, -1)).clamp(min=radius)
     W.mul_(scale.view(-1, *([1] * (W.dim() - 1))))
     return W
 

@@ -81,13 +81,13 @@ class ErmiProblem:
         bound = own_bound if self.sensitive_unit else own_bound + shared_bound
         self.dual_clip = self.lam * bound
 
-    def prepare_batch(self, codes):
-        y, s, block, active = codes.unbind(dim=1)
+    def prepare_batch(self, codes, weights):
+        y, s, block = codes.unbind(dim=1)
+        weight, dual_weight = weights.unbind(dim=1)
         own, shared = ermi.psi_coefficients(self.W, self.pinv, s, block)
-        weight = self.lam * active.to(own.dtype)
-        return y, s, block, weight, own, shared
+        return y, s, block, weight, dual_weight, own, shared
 
-    def primal_objectives(self, outputs, y, s, block, weight, own, shared):
+    def primal_objectives(self, outputs, y, s, block, weight, dual_weight, own, shared):
         log_p = torch.log_softmax(outputs, dim=1)
         F = log_p.exp()
         loss = -log_p.gather(1, y.unsqueeze(1)).squeeze(1)
@@ -99,7 +99,7 @@ class ErmiProblem:
         psi = (own_term + shared_term) * (weight != 0)
         return objectives, {"loss": loss, "psi": psi}
 
-    def primal_output_gradients(self, outputs, y, s, block, weight, own, shared):
+    def primal_output_gradients(self, outputs, y, s, block, weight, dual_weight, own, shared):
         """:meth:`primal_objectives` differentiated by hand in the logits.
 
         With ``F = softmax(z)``: ``d loss / dz = F - e_y`` and, for ``<c, F>``,
@@ -127,7 +127,7 @@ class ErmiProblem:
             psi = psi * (weight != 0)
         return grads, {"loss": loss, "psi": psi}
 
-    def dual_contributions(self, outputs, y, s, block, weight, own, shared):
+    def dual_contributions(self, outputs, y, s, block, weight, dual_weight, own, shared):
         if self.lam == 0.0:
             return None
         if outputs is None:
@@ -137,7 +137,9 @@ class ErmiProblem:
             F = torch.softmax(outputs, dim=1)
         # a small W is cheapest as dense per-sample rows; a large one stays factored
         dense = self.W.numel() <= DENSE_W_LIMIT
-        args = (F, self.W, self.pinv, s, block, weight)
+        # W ascends on lambda * psi: the label weights of the primal side rescale each
+        # block's objective, which moves no block's maximiser (see DPFermiClassifier).
+        args = (F, self.W, self.pinv, s, block, dual_weight)
         if self.sensitive_unit:
             public = ermi.WGradients(*args, include="shared").weighted_sum(torch.ones_like(weight))
             own = ermi.w_gradient_rows(*args, include="own") if dense else None
@@ -380,6 +382,9 @@ class DPFermiClassifier(PrivateClassifierBase):
         rho = float(self.rho)
         sensitive_unit = self.privacy_unit == "sensitive"
         releases_priors = uses_groups and self.group_priors is None
+        conditional = uses_groups and self.fairness != "demographic_parity"
+        # label frequencies (for the label weights) are private only under "record"
+        releases_histogram = releases_priors or (conditional and not sensitive_unit)
 
         sampling_rate = min(1.0, self.batch_size / n)
         sampler = (
@@ -392,17 +397,20 @@ class DPFermiClassifier(PrivateClassifierBase):
         # --- noise: histogram share first, then the per-step multipliers ---------
         account = {"accountant": self.accountant, "privacy_unit": self.privacy_unit}
         hist_z = math.inf
-        if private and releases_priors:
+        if private and releases_histogram:
             share = GROUP_PRIOR_BUDGET_SHARE
             hist_z = calibrate_noise_multiplier(
                 share * self.epsilon, share * delta, gaussian_release_event, **account
             )
-        hist_event = gaussian_release_event(hist_z) if private and releases_priors else None
+        hist_event = gaussian_release_event(hist_z) if private and releases_histogram else None
 
-        priors = self._group_priors(
-            codes, block, active, n_groups, n_blocks, hist_z, private, sensitive_unit, random
+        priors, label_freq = self._group_priors(
+            y_enc, codes, n_classes, n_groups, n_blocks, hist_z, private, sensitive_unit, random
         )
         self.group_priors_ = priors
+        self.label_weights_ = (
+            1.0 / (n_classes * np.maximum(label_freq, rho)) if conditional else np.ones(n_classes)
+        )
         if uses_groups:
             labels = self._prior_labels(n_blocks)
             try:
@@ -465,9 +473,14 @@ class DPFermiClassifier(PrivateClassifierBase):
                 device=device, dtype=torch.float32
             )
         optimizer = self._build_optimizer(self.module_)
-        # one packed int64 tensor, so a step does a single index_select for it
-        packed = np.stack([y_enc, codes, block, active.astype(np.int64)], axis=1)
-        tensors = (torch.as_tensor(packed).to(device),)
+        # two packed tensors (int codes, float weights): two index_selects per step
+        packed = np.stack([y_enc, codes, block], axis=1)
+        dual_weight = lam * active
+        weights = np.stack([dual_weight * self.label_weights_[y_enc], dual_weight], axis=1)
+        tensors = (
+            torch.as_tensor(packed).to(device),
+            torch.as_tensor(weights, dtype=torch.float32).to(device),
+        )
         noise = NoiseConfig(float(self.max_grad_norm), z_theta, z_w) if private else NoiseConfig()
         self.module_.train()
         result = train(
@@ -527,23 +540,50 @@ class DPFermiClassifier(PrivateClassifierBase):
         return [[f"{g} | y={c!r}" for g in groups] for c in classes[:n_blocks]]
 
     def _group_priors(
-        self, codes, block, active, n_groups, n_blocks, hist_z, private, sensitive_unit, random
+        self, y_enc, codes, n_classes, n_groups, n_blocks, hist_z, private, sensitive_unit, random
     ):
+        """Group priors per block and, for conditional notions, label frequencies.
+
+        Everything private comes from one noisy histogram: of groups (demographic
+        parity) or of (label, group) cells (conditional notions), whose row sums
+        give the label frequencies. With public ``group_priors`` and
+        ``privacy_unit="record"`` a conditional notion releases a label histogram
+        instead; under ``"sensitive"`` labels are public and counted exactly.
+        """
+        uniform = np.full((n_blocks, n_groups), 1.0 / n_groups)
         if self.fairness_weight == 0:
-            return np.full((n_blocks, n_groups), 1.0 / n_groups)
+            return uniform, None
+        conditional = self.fairness != "demographic_parity"
+
+        def released(cells, n_cells, moves_two):
+            counts = np.bincount(cells, minlength=n_cells).astype(float)
+            if private:
+                # record: one row moves one count (L2 sensitivity 1); sensitive: a
+                # replaced s moves two counts by 1 (L2 sqrt 2), and PLD's replace-one
+                # Gaussian models a shift of 2 per unit of sensitivity: sigma = z / sqrt 2.
+                std = hist_z / math.sqrt(2.0) if moves_two else hist_z
+                noise = random.normal(counts.shape, std, dtype=torch.float64).cpu().numpy()
+                counts = counts + noise
+            return np.clip(counts, 0.0, None)
+
+        def normalised(counts):
+            totals = counts.sum(axis=-1, keepdims=True)
+            return counts / np.where(totals > 0, totals, 1.0)
+
+        exact_labels = np.bincount(y_enc, minlength=n_classes).astype(float)
         if self.group_priors is not None:
-            return self._public_priors(n_groups, n_blocks)
-        cell = block * n_groups + codes
-        counts = np.bincount(cell, weights=active, minlength=n_blocks * n_groups).astype(float)
-        if private:
-            # record: one row moves one count (L2 sensitivity 1); sensitive: a
-            # replaced s moves two counts by 1 (L2 sqrt 2), and PLD's replace-one
-            # Gaussian models a shift of 2 per unit of sensitivity: sigma = z / sqrt 2.
-            std = hist_z / math.sqrt(2.0) if sensitive_unit else hist_z
-            counts = counts + random.normal(counts.shape, std, dtype=torch.float64).cpu().numpy()
-        counts = np.clip(counts, 0.0, None).reshape(n_blocks, n_groups)
-        totals = counts.sum(axis=1, keepdims=True)
-        return counts / np.where(totals > 0, totals, 1.0)
+            priors = self._public_priors(n_groups, n_blocks)
+            if not conditional:
+                return priors, None
+            labels = exact_labels if sensitive_unit else released(y_enc, n_classes, False)
+            return priors, normalised(labels)
+        if not conditional:
+            return normalised(released(codes, n_groups, sensitive_unit))[None, :], None
+        joint = released(y_enc * n_groups + codes, n_classes * n_groups, sensitive_unit)
+        joint = joint.reshape(n_classes, n_groups)
+        labels = exact_labels if sensitive_unit else joint.sum(axis=1)
+        rows = joint if self.fairness == "equalized_odds" else joint[[n_classes - 1]]
+        return normalised(rows), normalised(labels)
 
     def _public_priors(self, n_groups, n_blocks):
         labels = list(self.group_encoder_.group_labels_)

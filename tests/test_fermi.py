@@ -126,7 +126,13 @@ def test_dp_violation_falls_as_fairness_weight_grows(epsilon):
         {"privacy_unit": "record"},
         {"privacy_unit": "sensitive"},
         {"privacy_unit": "record", "fairness": "equalized_odds"},
-        {"privacy_unit": "sensitive", "fairness": "equal_opportunity", "accountant": "pld"},
+        # (400 rows: with random_state=0 the noisy p(S | Y=1) falls below rho)
+        {
+            "privacy_unit": "sensitive",
+            "fairness": "equal_opportunity",
+            "accountant": "pld",
+            "random_state": 1,
+        },
         {"privacy_unit": "record", "accountant": "pld", "fairness_weight": 0.0},
     ],
     ids=["record", "sensitive", "eo-record", "eopp-sensitive", "lambda0-pld"],
@@ -274,7 +280,23 @@ def test_public_priors_for_conditional_notions(biased_data):
     priors = {0: [0.7, 0.3], 1: {0: 0.2, 1: 0.8}}
     eo = _fit(X, y, s, fairness="equalized_odds", epsilon=3.0, group_priors=priors, batch_size=400)
     np.testing.assert_allclose(eo.group_priors_, [[0.7, 0.3], [0.2, 0.8]])
-    assert not _releases_histogram(eo)
+    # the label weights still need p_Y: private under "record" (a noisy label
+    # histogram is released and accounted), public under "sensitive"
+    assert _releases_histogram(eo)
+    eo_sensitive = _fit(
+        X,
+        y,
+        s,
+        fairness="equalized_odds",
+        epsilon=3.0,
+        group_priors=priors,
+        privacy_unit="sensitive",
+        accountant="pld",
+        batch_size=400,
+    )
+    assert not _releases_histogram(eo_sensitive)
+    p_y = np.bincount(y) / len(y)
+    np.testing.assert_allclose(eo_sensitive.label_weights_, 1.0 / (2 * p_y))
     eopp = _fit(X, y, s, fairness="equal_opportunity", epsilon=np.inf, group_priors=priors)
     np.testing.assert_allclose(eopp.group_priors_, [[0.2, 0.8]])
     with pytest.raises(ValueError, match="group_priors must map each class"):
@@ -292,6 +314,9 @@ def test_exact_priors_without_privacy(biased_data):
     eo = _fit(X, y, s, fairness="equalized_odds", epsilon=np.inf, max_epochs=1)
     for c in (0, 1):
         np.testing.assert_allclose(eo.group_priors_[c], np.bincount(s[y == c]) / np.sum(y == c))
+    # conditional notions weight each label's ERMI equally: weight 1 / (L p_Y(y))
+    np.testing.assert_allclose(eo.label_weights_, 1.0 / (2 * np.bincount(y) / len(y)))
+    np.testing.assert_allclose(dp.label_weights_, [1.0, 1.0])
     eopp = _fit(X, y, s, fairness="equal_opportunity", epsilon=np.inf, max_epochs=1)
     assert eopp.W_.shape == (1, 2, 2)
     np.testing.assert_allclose(eopp.group_priors_[0], np.bincount(s[y == 1]) / np.sum(y == 1))
@@ -540,7 +565,11 @@ def test_hand_written_output_gradients_equal_autograd(privacy_unit, n_blocks, al
     s = torch.randint(0, k, (n,), generator=gen)
     block = y % n_blocks
     active = torch.ones(n, dtype=torch.long) if all_active else (y == 1).long()
-    batch = problem.prepare_batch(torch.stack([y, s, block, active], dim=1))
+    dual_weight = 2.0 * active.float()
+    weight = dual_weight * (torch.rand(l, generator=gen) + 0.5)[y]  # label weights
+    batch = problem.prepare_batch(
+        torch.stack([y, s, block], dim=1), torch.stack([weight, dual_weight], dim=1)
+    )
     outputs = torch.randn(n, l, generator=gen, requires_grad=True)
     objectives, diag = problem.primal_objectives(outputs, *batch)
     grads, hand_diag = problem.primal_output_gradients(outputs.detach(), *batch)
