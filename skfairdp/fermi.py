@@ -252,6 +252,11 @@ class DPFermiClassifier(PrivateClassifierBase):
     group_encoder_ : GroupEncoder or None
     group_priors_ : ndarray of shape (n_blocks, n_groups)
         Priors used (released noisily or public), before clamping at ``rho``.
+    label_weights_ : ndarray of shape (n_classes,)
+        Weight of each class's psi terms in theta's objective: ``1 / (L p_Y(y))``
+        for the conditional notions (each label's ERMI counts equally; ``p_Y``
+        released with the priors, or exact under ``privacy_unit="sensitive"``),
+        ones for demographic parity.
     privacy_spent_ : PrivacySpent
         ``(epsilon, delta)`` of :attr:`dp_event_` by the accountant.
     dp_event_ : dp_accounting.DpEvent
