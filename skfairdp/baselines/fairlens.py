@@ -243,9 +243,15 @@ class FairLensClassifier(NoisySGDClassifierBase):
     def _check_extra_params(self, n_classes: int) -> None:
         if n_classes != 2:
             raise ValueError(
-                f"FairLensClassifier supports binary y only (its R2 regulariser uses the positive "
-                f"class probability); got {n_classes} classes"
+                "Only binary classification is supported. The type of the target is "
+                f"multiclass ({n_classes} classes in y); FairLensClassifier's R2 regulariser "
+                "uses the positive-class probability."
             )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
 
     def _make_problem(self, *, random, expected_batch_size, device, n_classes, private):
         return FairLensProblem(
