@@ -296,3 +296,35 @@ def test_shuffled_batches_cover_each_epoch_once():
         np.testing.assert_array_equal(np.sort(np.concatenate(batches)), np.arange(23))
     assert not all(np.array_equal(a, b) for a, b in zip(*epochs))  # reshuffled
     assert ShuffledBatches(4, 10, RandomSource(0)).batch_size == 4
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(0.0075, dp_accounting.GaussianDpEvent(1.1)), 5320
+        ),
+        dp_accounting.ComposedDpEvent(
+            [
+                dp_accounting.GaussianDpEvent(40.0),
+                dp_accounting.NoOpDpEvent(),
+                dp_accounting.SelfComposedDpEvent(
+                    dp_accounting.PoissonSampledDpEvent(0.1, dp_accounting.GaussianDpEvent(3.0)),
+                    17,
+                ),
+                dp_accounting.LaplaceDpEvent(2.0),
+            ]
+        ),
+    ],
+    ids=["sampled-steps", "nested"],
+)
+def test_cached_rdp_curves_equal_rdp_accountant(event):
+    """epsilon_spent's memoised RDP composition gives dp-accounting's own numbers."""
+    from dp_accounting.rdp import RdpAccountant
+
+    reference = RdpAccountant()
+    reference.compose(event)
+    for delta in (1e-5, 1e-8):
+        assert epsilon_spent(event, delta).epsilon == pytest.approx(
+            reference.get_epsilon(delta), rel=1e-12
+        )

@@ -14,13 +14,16 @@ Two neighbouring relations are supported, named by ``privacy_unit``:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import NamedTuple
 
 import dp_accounting
+import numpy as np
 from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
+from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 
 from .joint import contains_joint_sampled_event, joint_epsilon
 
@@ -98,9 +101,48 @@ def epsilon_spent(
                 f"accountant={accountant!r}, privacy_unit={privacy_unit!r}"
             )
         return PrivacySpent(joint_epsilon(event, delta), float(delta))
+    if resolve_accountant(accountant, privacy_unit) == "rdp":
+        rdp = _rdp_of(event)
+        if rdp is not None:
+            return PrivacySpent(float(compute_epsilon(_RDP_ORDERS, rdp, delta)[0]), float(delta))
     acc = make_accountant(accountant, privacy_unit)
     acc.compose(event)
     return PrivacySpent(float(acc.get_epsilon(delta)), float(delta))
+
+
+# RDP composes additively, so the curve of a mechanism is computed once and scaled by
+# its count: a fit asks for the same sampled Gaussian at many step counts (per-epoch
+# history) and many multipliers (calibration). Same numbers as RdpAccountant.compose.
+_RDP_ORDERS = tuple(RdpAccountant()._orders)
+_RDP_LEAVES = (
+    dp_accounting.GaussianDpEvent,
+    dp_accounting.PoissonSampledDpEvent,
+    dp_accounting.LaplaceDpEvent,
+)
+
+
+def _rdp_of(event: dp_accounting.DpEvent) -> np.ndarray | None:
+    """RDP curve (add/remove) of ``event`` over ``_RDP_ORDERS``; None if not handled here."""
+    if isinstance(event, dp_accounting.NoOpDpEvent):
+        return np.zeros(len(_RDP_ORDERS))
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        inner = _rdp_of(event.event)
+        return None if inner is None else event.count * inner
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        parts = [_rdp_of(e) for e in event.events]
+        if any(part is None for part in parts):
+            return None
+        return np.sum(parts, axis=0) if parts else np.zeros(len(_RDP_ORDERS))
+    if isinstance(event, _RDP_LEAVES):
+        return np.array(_leaf_rdp(event))
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _leaf_rdp(event: dp_accounting.DpEvent) -> tuple[float, ...]:
+    acc = RdpAccountant(orders=list(_RDP_ORDERS))
+    acc.compose(event)
+    return tuple(acc._rdp)
 
 
 def calibrate_noise_multiplier(
