@@ -54,8 +54,8 @@ __all__ = [
 
 # Grid of the base PLD; the composed PLD is rounded up to it (pessimistic).
 JOINT_DISCRETIZATION = 1e-3
-# The un-subsampled base PLD uses a grid this many times finer (its rounding
-# error reaches the subsampled loss multiplied by about q).
+# The un-subsampled base PLD uses a grid up to this many times finer (its
+# rounding error reaches the subsampled loss multiplied by about q).
 BASE_REFINEMENT = 10
 
 
@@ -157,8 +157,9 @@ def joint_sampled_pld(
         Loss grid.
     """
     d = float(discretization)
-    d_base = d / BASE_REFINEMENT
     q = float(sampling_rate)
+    # the base grid's rounding reaches the subsampled loss scaled by about q
+    d_base = d * min(1.0, max(q, 1.0 / BASE_REFINEMENT))
     base = pld_lib.identity(value_discretization_interval=d_base)
     gaussians = [z for z in gaussian_multipliers if not math.isinf(z)]
     if gaussians:

@@ -1,0 +1,460 @@
+"""RaCODPClassifier: decomposition, dual, accounting, hygiene, end to end (digest §5)."""
+
+import math
+import pickle
+import warnings
+
+import dp_accounting
+import numpy as np
+import pytest
+import sklearn
+import torch
+from conftest import make_biased_data, make_tradeoff_data
+from dp_accounting.pld import PLDAccountant
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils._param_validation import InvalidParameterError
+
+import skfairdp.raco as raco
+from skfairdp.engine import PerSampleGradients, clipped_sum
+from skfairdp.fairness.rates import (
+    Cells,
+    DemographicParity,
+    FalseNegativeRate,
+    RateConstraint,
+    compile_rate_constraints,
+)
+from skfairdp.fermi import DPFermiClassifier
+from skfairdp.metrics import demographic_parity_violation
+from skfairdp.privacy import RandomSource, epsilon_spent
+from skfairdp.privacy.joint import joint_epsilon, joint_sampled_event
+from skfairdp.raco import RaCODPClassifier, RacoProblem
+
+ADD_REMOVE = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+
+
+def _problem(program, *, lam=None, noise=None, scale=math.inf, batch=None, lr_dual=0.5, **kw):
+    problem = RacoProblem(
+        membership=torch.as_tensor(program.membership),
+        coefficients=torch.as_tensor(program.coefficients),
+        bounds=torch.as_tensor(program.bounds),
+        temperature=kw.pop("temperature", 2.0),
+        lr_dual=lr_dual,
+        dual_bound=kw.pop("dual_bound", None),
+        histogram_noise=noise,
+        histogram_scale=scale,
+        expected_batch_size=batch,
+        random=RandomSource(0),
+    )
+    if lam is not None:
+        problem.lam = torch.as_tensor(lam, dtype=torch.float32)
+    return problem
+
+
+# --------------------------------------------------------------------------- A4
+@pytest.mark.parametrize("strategy", ["linear", "vmap"])
+def test_per_sample_decomposition_is_exact(strategy):
+    """Full batch, exact histogram: mean of per-sample gradients = grad of the soft Lagrangian."""
+    torch.manual_seed(0)
+    n, d, groups, classes = 60, 4, ["a", "b", "c"], [0, 1, 2]
+    program = compile_rate_constraints(
+        [DemographicParity(0.05), FalseNegativeRate(0.3, classes=[2])], groups, classes
+    )
+    rng = np.random.default_rng(0)
+    z = rng.integers(0, 3, n)
+    y = rng.integers(0, 3, n)
+    parts = torch.as_tensor(program.parts(z, y))
+    X = torch.randn(n, d)
+    yt = torch.as_tensor(y)
+    module = torch.nn.Sequential(torch.nn.Linear(d, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3))
+    lam = torch.rand(program.n_constraints) * 3
+    problem = _problem(program, lam=lam.clone())
+    with torch.no_grad():
+        batch = problem.release_batch_statistics(module(X), yt, parts)
+    # the dual moved by lr_dual * (Gamma - gamma) from the exact histogram
+    grads_of = PerSampleGradients(module, strategy)
+    (g,), _, _ = grads_of(X, problem.primal_objectives, *batch)
+    mean_grad = g.dense().mean(0) if hasattr(g, "dense") else g.mean(0)
+    grads_of.close()
+
+    # independent full-batch soft Lagrangian
+    S = torch.as_tensor(program.membership, dtype=torch.float32)
+    A = torch.as_tensor(program.coefficients, dtype=torch.float32)
+    gamma = torch.as_tensor(program.bounds, dtype=torch.float32)
+    module.zero_grad()
+    out = module(X)
+    loss = torch.nn.functional.cross_entropy(out, yt)
+    soft = torch.softmax(2.0 * out, dim=1)
+    member = S[:, parts].T  # (n, M): row i in set m
+    rates = (member.T @ soft) / member.sum(0)[:, None]
+    values = torch.einsum("jmk,mk->j", A, rates)
+    lagrangian = loss + (lam * (values - gamma)).sum()
+    lagrangian.backward()
+    expected = torch.cat([p.grad.reshape(-1) for p in module.parameters()])
+    torch.testing.assert_close(mean_grad, expected, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(
+        problem.lam, (lam + 0.5 * (values.detach() - gamma)).clamp(min=0), rtol=1e-4, atol=1e-5
+    )
+
+
+def test_output_gradients_match_autograd():
+    program = compile_rate_constraints(DemographicParity(0.05), ["a", "b"], [0, 1, 2])
+    problem = _problem(program, temperature=3.0)
+    torch.manual_seed(1)
+    outputs = torch.randn(20, 3, requires_grad=True)
+    y = torch.randint(0, 3, (20,))
+    weights = torch.randn(20, 3) * 4
+    (objective,), diag = problem.primal_objectives(outputs, y, weights)
+    (expected,) = torch.autograd.grad(objective.sum(), outputs)
+    (grad,), diag2 = problem.primal_output_gradients(outputs.detach(), y, weights)
+    torch.testing.assert_close(grad, expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(diag["loss"].detach(), diag2["loss"])
+
+
+# --------------------------------------------------------------------------- A5
+def test_normalisation_equivalence():
+    """Paper form (clip at C/B, std z C/B) = implementation (clip at C, std z C, / B)."""
+    torch.manual_seed(0)
+    G = torch.randn(40, 7) * 3  # per-sample gradients of loss + B * regulariser
+    C, B, z = 1.5, 32.0, 2.0
+    noise = torch.randn(7)
+    paper = clipped_sum(G / B, C / B)[0] + noise * z * C / B
+    ours = (clipped_sum(G, C)[0] + noise * z * C) / B
+    torch.testing.assert_close(paper, ours)
+
+
+# --------------------------------------------------------------------------- A6
+def test_dual_update_behaviour():
+    program = compile_rate_constraints(DemographicParity(0.1), ["a", "b"], [0, 1])
+    problem = _problem(program, lr_dual=1.0)
+    assert torch.equal(problem.lam, torch.zeros(4))
+    problem.dual_update(torch.tensor([0.05, -0.05, -0.05, 0.05]))  # all below gamma
+    assert torch.equal(problem.lam, torch.zeros(4))
+    problem.dual_update(torch.tensor([0.3, -0.3, -0.3, 0.3]))
+    assert problem.lam[0] == pytest.approx(0.2) and problem.lam[3] == pytest.approx(0.2)
+    assert problem.lam[1] == 0 and (problem.lam >= 0).all()
+    boxed = _problem(program, lr_dual=10.0, dual_bound=0.5)
+    for _ in range(5):
+        boxed.dual_update(torch.tensor([0.9, -0.9, -0.9, 0.9]))
+    assert float(boxed.lam.max()) == pytest.approx(0.5)
+
+
+# --------------------------------------------------------------------------- A7
+def _paper_eps(z, scale, q, steps, delta=1e-5):
+    est = RaCODPClassifier(histogram_noise="laplace", calibration="paper")
+    return est._spent(z, scale, q, steps, delta)
+
+
+def test_accountant_reproduces_paper_values():
+    """Digest §2.4 (dp-accounting 0.6.0, separate composition, PLD, delta = 1e-5)."""
+    assert _paper_eps(4, 2, 0.0345, 500) == pytest.approx(1.626, rel=0.01)
+    assert _paper_eps(3, 5, 0.0345, 1000) == pytest.approx(1.707, rel=0.01)
+    est = RaCODPClassifier(histogram_noise="laplace", calibration="paper", epsilon=1.0)
+    t_max = est._max_steps(4.0, 2.0, 1024 / 29676, 100_000, 1e-5)
+    assert abs(t_max - 205) <= 2
+
+
+def test_sound_joint_accounting_is_not_below_paper():
+    for z, scale, q, steps in [(4, 2, 0.0345, 500), (3, 5, 0.0345, 1000), (6, 10, 0.0345, 300)]:
+        sound = RaCODPClassifier(histogram_noise="laplace")._spent(z, scale, q, steps, 1e-5)
+        assert sound >= _paper_eps(z, scale, q, steps)
+    # Gaussian histogram: joint (one mechanism) vs the paper-style separate composition
+    g_sound = RaCODPClassifier()._spent(4, 8, 0.0345, 500, 1e-5)
+    g_paper = RaCODPClassifier(calibration="paper")._spent(4, 8, 0.0345, 500, 1e-5)
+    assert g_sound >= g_paper * 0.99  # RDP (sound) vs PLD of a looser composition
+
+
+def test_joint_pld_reduces_to_dp_accounting_for_one_release():
+    """The joint construction is wired right: one release = dp-accounting's own PLD."""
+    q, steps = 0.0345, 400
+    for event, _kwargs in [
+        (dp_accounting.GaussianDpEvent(3.0), {"gaussian_multiplier": 3.0}),
+        (dp_accounting.LaplaceDpEvent(4.0), {"laplace_scale": 4.0}),
+    ]:
+        acc = PLDAccountant(ADD_REMOVE, value_discretization_interval=1e-3)
+        acc.compose(
+            dp_accounting.SelfComposedDpEvent(dp_accounting.PoissonSampledDpEvent(q, event), steps)
+        )
+        reference = acc.get_epsilon(1e-5)
+        # force the joint path: compose with a release of (practically) no information
+        joint = dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(
+                q, dp_accounting.ComposedDpEvent([event, dp_accounting.GaussianDpEvent(1e4)])
+            ),
+            steps,
+        )
+        assert joint_epsilon(joint, 1e-5) == pytest.approx(reference, rel=0.01)
+        assert joint_epsilon(joint, 1e-5) >= reference * 0.999
+
+
+def test_epsilon_monotone_and_histogram_costs_steps():
+    est = RaCODPClassifier(histogram_noise="laplace")
+    q = 0.02
+    eps = [est._spent(3.0, 6.0, q, t, 1e-5) for t in (50, 200, 800)]
+    assert eps[0] < eps[1] < eps[2]
+    assert est._spent(4.0, 8.0, q, 200, 1e-5) < est._spent(3.0, 6.0, q, 200, 1e-5)
+    event = joint_sampled_event(q, gaussian_multiplier=3.0, laplace_scale=6.0)
+    assert contains_joint(event)
+    with_hist = RaCODPClassifier(epsilon=1.0, noise_multiplier=3.0)._max_steps(
+        3.0, 6.0, q, 10**5, 1e-5
+    )
+    dpsgd_alone = RaCODPClassifier(epsilon=1.0, noise_multiplier=3.0)._max_steps(
+        3.0, math.inf, q, 10**5, 1e-5
+    )
+    assert with_hist < dpsgd_alone
+
+
+def contains_joint(event):
+    from skfairdp.privacy.joint import contains_joint_sampled_event
+
+    return contains_joint_sampled_event(event)
+
+
+def test_rdp_accountant_rejects_joint_laplace_event():
+    event = dp_accounting.SelfComposedDpEvent(
+        joint_sampled_event(0.1, gaussian_multiplier=2.0, laplace_scale=3.0), 10
+    )
+    with pytest.raises(ValueError, match="joint PLD"):
+        epsilon_spent(event, 1e-5, accountant="rdp")
+    assert epsilon_spent(event, 1e-5).epsilon > 0
+
+
+# --------------------------------------------------------------------------- fits
+@pytest.fixture(scope="module")
+def tradeoff():
+    return make_tradeoff_data(n=3000, seed=0), make_tradeoff_data(n=3000, seed=1)
+
+
+def test_constraint_enforced_in_non_private_limit(tradeoff):
+    """A8: unconstrained violates gamma; constrained SGDA meets it (soft on train, hard on test).
+
+    The optimiser enforces the *soft* rates (tempered softmax, tau = 1); on this
+    strongly proxied data the hard test violation sits a few points above them.
+    """
+    (X, y, s), (Xt, yt, st) = tradeoff
+    kw = dict(epsilon=np.inf, max_epochs=20, batch_size=300, random_state=0)
+    free = RaCODPClassifier(tolerance=1.0, **kw).fit(X, y, sensitive_features=s)
+    fair = RaCODPClassifier(tolerance=0.05, **kw).fit(X, y, sensitive_features=s)
+    v_free = demographic_parity_violation(yt, free.predict(Xt), sensitive_features=st)
+    v_fair = demographic_parity_violation(yt, fair.predict(Xt), sensitive_features=st)
+    program = fair.rate_program_
+    soft_hist = program.histogram(fair.predict_proba(X), program.parts(s, y))
+    soft_train = program.constraint_values(soft_hist).max()
+    assert v_free > 0.3
+    assert soft_train <= 0.05 + 0.01
+    assert v_fair <= 0.05 + 0.05
+    assert np.all(free.lambda_ == 0) and fair.lambda_.max() > 0
+    assert fair.privacy_spent_ == (math.inf, 0.0)
+
+
+def test_private_fit_reduces_violation_and_meets_epsilon(tradeoff):
+    (X, y, s), (Xt, yt, st) = tradeoff
+    kw = dict(epsilon=8.0, max_epochs=4, batch_size=300, random_state=0)
+    free = RaCODPClassifier(tolerance=1.0, **kw).fit(X, y, sensitive_features=s)
+    fair = RaCODPClassifier(tolerance=0.02, **kw).fit(X, y, sensitive_features=s)
+    v_free = demographic_parity_violation(yt, free.predict(Xt), sensitive_features=st)
+    v_fair = demographic_parity_violation(yt, fair.predict(Xt), sensitive_features=st)
+    assert v_fair < v_free - 0.1
+    assert fair.privacy_spent_.epsilon <= 8.0 + 1e-9
+    assert fair.effective_noise_multiplier_ == pytest.approx(
+        (fair.noise_multiplier_**-2 + fair.histogram_noise_multiplier_**-2) ** -0.5
+    )
+    assert fair.histogram_noise_multiplier_ == pytest.approx(2 * fair.noise_multiplier_)
+    assert len(fair.history_) == 4 and "constraint_violation" in fair.history_[-1]
+    assert fair.history_[-1, "epsilon"] == pytest.approx(fair.privacy_spent_.epsilon)
+
+
+def test_non_private_unconstrained_equals_plain_sgd(small_data):
+    """lambda stays 0 and no noise: the same trajectory as DP-FERMI with lambda = 0 (plain SGD)."""
+    X, y, s = small_data
+    kw = dict(epsilon=np.inf, lr=0.3, batch_size=16, max_epochs=3, random_state=4)
+    ours = RaCODPClassifier(tolerance=2.0, **kw).fit(X, y, sensitive_features=s)
+    plain = DPFermiClassifier(fairness_weight=0, **kw).fit(X, y)
+    for a, b in zip(ours.module_.parameters(), plain.module_.parameters()):
+        torch.testing.assert_close(a, b)
+
+
+def test_fnr_constraint_needs_no_groups(small_data):
+    X, y, _ = small_data
+    est = RaCODPClassifier(
+        constraints=FalseNegativeRate(0.1), epsilon=np.inf, max_epochs=5, batch_size=20
+    ).fit(X, y)
+    assert est.group_encoder_ is None and est.constraint_names_ == ["FNR[y=1]"]
+    pred = est.predict(X)
+    assert np.mean(pred[y == 1] != 1) <= 0.2
+
+
+# --------------------------------------------------------------------------- A10/A11
+def test_poisson_batches_and_one_release_per_step(monkeypatch, small_data):
+    X, y, s = small_data
+    sizes, releases = [], []
+    original = RacoProblem.release_batch_statistics
+
+    def spy(self, outputs, y_b, part):
+        sizes.append(len(y_b))
+        return original(self, outputs, y_b, part)
+
+    def privatize(self, H):
+        releases.append(H.shape)
+        return H + self.random.normal(H.shape, self.histogram_scale)
+
+    monkeypatch.setattr(RacoProblem, "release_batch_statistics", spy)
+    monkeypatch.setattr(RacoProblem, "privatize", privatize)
+    est = RaCODPClassifier(
+        epsilon=50.0, batch_size=10, max_epochs=15, random_state=0, delta=1e-4
+    ).fit(X, y, sensitive_features=s)
+    n, q = len(y), 10 / len(y)
+    assert len(sizes) == len(releases) == est.n_steps_ == 150
+    assert np.mean(sizes) == pytest.approx(n * q, rel=0.1)
+    assert np.var(sizes) == pytest.approx(n * q * (1 - q), rel=0.35)
+    assert max(sizes) > 10 and min(sizes) < 10  # not truncated or padded to a fixed size
+
+
+def test_noiseless_histogram_never_reaches_the_update(monkeypatch, small_data):
+    """A11: with the release pinned, shifting the raw histogram changes nothing."""
+    X, y, s = small_data
+
+    def fit(shift):
+        real = raco.soft_histogram
+        monkeypatch.setattr(raco, "soft_histogram", lambda p, q, k: real(p, q, k) + shift)
+        return RaCODPClassifier(
+            epsilon=5.0, tolerance=0.01, batch_size=100, max_epochs=15, random_state=1
+        ).fit(X, y, sensitive_features=s)
+
+    pinned = torch.tensor([[40.0, 10.0], [20.0, 30.0]])
+    monkeypatch.setattr(RacoProblem, "privatize", lambda self, H: pinned + 0 * H)
+    a, b = fit(0.0), fit(5.0)
+    for p, r in zip(a.module_.parameters(), b.module_.parameters()):
+        torch.testing.assert_close(p, r)
+    np.testing.assert_array_equal(a.lambda_, b.lambda_)
+    # control: if the update read the raw histogram, the shift would matter
+    monkeypatch.setattr(RacoProblem, "privatize", lambda self, H: H)
+    c, d = fit(0.0), fit(5.0)
+    assert not np.array_equal(c.lambda_, d.lambda_)
+
+
+# --------------------------------------------------------------------------- modes
+def test_fixed_noise_finds_the_largest_steps(small_data):
+    X, y, s = small_data
+    est = RaCODPClassifier(
+        epsilon=2.0, noise_multiplier=2.0, batch_size=10, max_epochs=50, random_state=0
+    ).fit(X, y, sensitive_features=s)
+    assert est.n_steps_ < 50 * 10  # capped by epsilon, not by max_epochs
+    assert est.privacy_spent_.epsilon <= 2.0
+    assert est._spent(2.0, 4.0, 0.1, est.n_steps_ + 1, est.privacy_spent_.delta) > 2.0
+    assert est.noise_multiplier_ == 2.0 and est.histogram_noise_multiplier_ == 4.0
+
+
+def test_laplace_histogram_sound_and_paper_calibration(small_data):
+    X, y, s = small_data
+    kw = dict(epsilon=3.0, histogram_noise="laplace", batch_size=50, max_epochs=1, random_state=0)
+    sound = RaCODPClassifier(**kw).fit(X, y, sensitive_features=s)
+    assert sound.privacy_spent_.epsilon <= 3.0 + 1e-6
+    assert sound.paper_epsilon_ <= sound.privacy_spent_.epsilon
+    assert isinstance(sound.dp_event_, dp_accounting.SelfComposedDpEvent)
+    with pytest.warns(UserWarning, match="sound"):
+        paper = RaCODPClassifier(calibration="paper", **kw).fit(X, y, sensitive_features=s)
+    assert paper.paper_epsilon_ <= 3.0 + 1e-3
+    assert paper.privacy_spent_.epsilon > 3.0
+    assert paper.noise_multiplier_ < sound.noise_multiplier_
+
+
+def test_fixed_histogram_noise(small_data):
+    X, y, s = small_data
+    est = RaCODPClassifier(
+        epsilon=4.0, histogram_noise_multiplier=10.0, batch_size=20, max_epochs=2, random_state=0
+    ).fit(X, y, sensitive_features=s)
+    assert est.histogram_noise_multiplier_ == 10.0
+    assert est.privacy_spent_.epsilon == pytest.approx(4.0, rel=0.01)
+    with pytest.raises(ValueError, match="histogram_noise_multiplier=0.05 alone"):
+        RaCODPClassifier(epsilon=1.0, histogram_noise_multiplier=0.05, max_epochs=2).fit(
+            X, y, sensitive_features=s
+        )
+
+
+# --------------------------------------------------------------------------- errors
+@pytest.mark.parametrize(
+    "params, error, match",
+    [
+        ({"constraints": "parity"}, InvalidParameterError, "constraints"),
+        ({"tolerance": -0.1}, InvalidParameterError, "tolerance"),
+        ({"temperature": 0}, InvalidParameterError, "temperature"),
+        ({"histogram_noise": "uniform"}, InvalidParameterError, "histogram_noise"),
+        ({"lr_dual": 0}, InvalidParameterError, "lr_dual"),
+        ({"dual_bound": -1}, InvalidParameterError, "dual_bound"),
+        ({"calibration": "loose"}, InvalidParameterError, "calibration"),
+        ({"constraints": ["demographic_parity", 3]}, TypeError, "constraints"),
+        ({"epsilon": np.inf, "noise_multiplier": 2.0}, ValueError, "noise_multiplier"),
+        ({"histogram_noise": "laplace", "accountant": "rdp"}, ValueError, "accountant='rdp'"),
+    ],
+)
+def test_bad_parameters_name_the_argument(small_data, params, error, match):
+    X, y, s = small_data
+    with pytest.raises(error, match=match):
+        RaCODPClassifier(max_epochs=1, **params).fit(X, y, sensitive_features=s)
+
+
+def test_missing_or_bad_sensitive_features(small_data):
+    X, y, s = small_data
+    with pytest.raises(ValueError, match="sensitive_features is required"):
+        RaCODPClassifier(max_epochs=1).fit(X, y)
+    with pytest.raises(ValueError, match="sensitive_features"):
+        RaCODPClassifier(max_epochs=1).fit(X, y, sensitive_features=s[:-3])
+    custom = RateConstraint([(Cells(groups=["nobody"]), {1: 1.0})], 0.1)
+    with pytest.raises(ValueError, match="'nobody'"):
+        RaCODPClassifier(constraints=custom, max_epochs=1).fit(X, y, sensitive_features=s)
+
+
+# --------------------------------------------------------------------------- sklearn
+def test_pickle_clone_and_predict_without_groups(small_data):
+    X, y, s = small_data
+    est = RaCODPClassifier(epsilon=4.0, batch_size=20, max_epochs=2, random_state=0)
+    est.fit(X, y, sensitive_features=s)
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.predict(X), est.predict(X))
+    np.testing.assert_allclose(again.predict_proba(X), est.predict_proba(X))
+    assert clone(est).get_params() == est.get_params()
+    assert not hasattr(clone(est), "module_")
+
+
+def test_pipeline_and_grid_search_route_sensitive_features(small_data):
+    X, y, s = small_data
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = RaCODPClassifier(
+            epsilon=np.inf, max_epochs=2, batch_size=20, random_state=0
+        ).set_fit_request(sensitive_features=True)
+        pipe = Pipeline([("scale", StandardScaler()), ("clf", est)])
+        pipe.fit(X, y, sensitive_features=s)
+        assert pipe[-1].group_encoder_.n_groups_ == 2
+        grid = GridSearchCV(pipe, {"clf__tolerance": [0.05, 0.2]}, cv=2)
+        grid.fit(X, y, sensitive_features=s)
+        assert grid.best_params_["clf__tolerance"] in (0.05, 0.2)
+        with pytest.raises(ValueError, match="sensitive_features is required"):
+            Pipeline([("clf", clone(est))]).fit(X, y)
+
+
+def test_constraint_objects_and_names_in_fitted_attributes(small_data):
+    X, y, s = small_data
+    fpr = RateConstraint([(Cells(groups=[1], labels=[0]), {1: 1.0})], 0.2, name="FPR s=1")
+    est = RaCODPClassifier(
+        constraints=[DemographicParity(0.1), fpr], epsilon=np.inf, max_epochs=2, batch_size=20
+    ).fit(X, y, sensitive_features=s)
+    assert est.constraint_names_[-1] == "FPR s=1"
+    assert est.lambda_.shape == (5,)
+    assert est.rate_program_.n_parts == 3  # s=0 | (s=1, y=0) | (s=1, y=1)
+
+
+def test_warning_free_default_fit(small_data):
+    X, y, s = small_data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RaCODPClassifier(max_epochs=1, batch_size=20, random_state=0).fit(
+            X, y, sensitive_features=s
+        )
+
+
+def test_biased_data_fixture_is_biased():
+    X, y, s = make_biased_data(n=200)
+    assert abs(y[s == 1].mean() - y[s == 0].mean()) > 0.3
