@@ -60,7 +60,7 @@ DELTA = 1e-5
 DP_LAMBDAS = (0, 1, 2, 4, 8, 12, 16, 24, 32)
 DP_EPSILONS = ("inf", "1")
 EO_EPSILONS = ("0.5", "1", "3")
-EO_LAMBDAS = {"adult": (0, 2, 4, 6, 8, 12), "credit-card": (0, 0.5, 1, 2, 4, 6)}
+EO_LAMBDAS = {"adult": (0, 2, 4, 8, 16, 32), "credit-card": (0, 1, 2, 4, 8, 16)}
 
 # (epsilon, violation threshold, error threshold) for "the curve reaches violation
 # <= v at error <= e", on the seed-mean per lambda; plus the lambda=0 start.
