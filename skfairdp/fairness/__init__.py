@@ -1,4 +1,4 @@
-"""Fairness layer: sensitive-feature encoding, violation metrics and scorers.
+"""Fairness layer: sensitive-feature encoding, rate constraints, violation metrics and scorers.
 
 This subpackage depends only on numpy, pandas and scikit-learn; it knows
 nothing about privacy or torch.
@@ -10,6 +10,16 @@ from .metrics import (
     equal_opportunity_violation,
     equalized_odds_violation,
 )
+from .rates import (
+    Cells,
+    DemographicParity,
+    EqualizedOdds,
+    EqualOpportunity,
+    FalseNegativeRate,
+    RateConstraint,
+    RateProgram,
+    compile_rate_constraints,
+)
 from .scorers import (
     FairnessScorer,
     demographic_parity_scorer,
@@ -19,6 +29,14 @@ from .scorers import (
 )
 
 __all__ = [
+    "Cells",
+    "DemographicParity",
+    "EqualOpportunity",
+    "EqualizedOdds",
+    "FalseNegativeRate",
+    "RateConstraint",
+    "RateProgram",
+    "compile_rate_constraints",
     "FairnessScorer",
     "GroupEncoder",
     "check_min_group_fraction",
