@@ -31,7 +31,7 @@ from numbers import Integral, Real
 import dp_accounting
 import numpy as np
 import torch
-from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .base import PrivateClassifierBase
 from .engine import NoiseConfig, train
@@ -331,7 +331,6 @@ class RaCODPClassifier(PrivateClassifierBase):
         "histogram_noise_multiplier": [
             StrOptions({"auto"}),
             Interval(Real, 0, None, closed="neither"),
-            Options(Real, {np.inf}),
         ],
         "noise_multiplier": [None, Interval(Real, 0, None, closed="neither")],
         "calibration": [StrOptions({"accountant", "paper"})],

@@ -382,6 +382,8 @@ def test_fixed_histogram_noise(small_data):
         ({"tolerance": -0.1}, InvalidParameterError, "tolerance"),
         ({"temperature": 0}, InvalidParameterError, "temperature"),
         ({"histogram_noise": "uniform"}, InvalidParameterError, "histogram_noise"),
+        ({"histogram_noise_multiplier": np.inf}, InvalidParameterError, "histogram_noise_mult"),
+        ({"noise_multiplier": 0.0}, InvalidParameterError, "noise_multiplier"),
         ({"lr_dual": 0}, InvalidParameterError, "lr_dual"),
         ({"dual_bound": -1}, InvalidParameterError, "dual_bound"),
         ({"calibration": "loose"}, InvalidParameterError, "calibration"),
