@@ -130,9 +130,29 @@ def write_md(df: pd.DataFrame, out: Path, command: str):
         ok = all(a >= b for a, b in zip(vals, vals[1:]))
         holds.append((epsilon, ok))
         text = " >= ".join(f"{m} {v:.1f}" for m, v in zip(ORDER, vals))
-        lines.append(f"- eps = {epsilon:g}: {'PASS' if ok else 'FAIL'} ({text})")
-    good = [e for e, ok in holds if ok]
+        strict = vals[0] > vals[-1]
+        note = "" if strict else "; Adapt not above DPSGD: vacuous"
+        ties = sum(a == b for a, b in zip(vals, vals[1:]))
+        note += f"; {ties} tie(s)" if ties else ""
+        ok = ok and strict
+        holds[-1] = (epsilon, ok)
+        lines.append(f"- eps = {epsilon:g}: {'PASS' if ok else 'FAIL'} ({text}{note})")
+    good = [float(e) for e, ok in holds if ok]
     lines += ["", f"Ordering holds at eps in {good if good else 'none of the tested values'}."]
+    ref8 = mean.loc["non-private", "acc_8"].iloc[0]
+    zero = [m for m in ORDER[1:] if (mean.loc[m, "acc_8"] == 0).sum() > len(holds) // 2]
+    lines += [
+        "",
+        f"Caveats: only {df['n_minority_train'].min()}-{df['n_minority_train'].max()} eights are "
+        f"left for training; the non-private reference (lr {0.01:g} x lr-scale, as DPSGD) gets "
+        f"{ref8:.1f}% on class 8. "
+        + (
+            f"{', '.join(zero)} get 0% on class 8 at most epsilons, so the ordering among them "
+            "holds by ties there; the informative part is Adapt above the others."
+            if zero
+            else ""
+        ),
+    ]
     (out / "global_scaling_digits.md").write_text("\n".join(lines) + "\n")
     try:
         import matplotlib

@@ -31,7 +31,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .base import PrivateClassifierBase
 from .engine import NoiseConfig, train
-from .nn import ACTIVATIONS
+from .nn import ACTIVATIONS, build_module
 from .privacy import (
     PoissonSampler,
     RandomSource,
@@ -120,8 +120,6 @@ class NoisySGDClassifierBase(PrivateClassifierBase):
     }
 
     def _build_module(self, n_features: int, n_outputs: int) -> torch.nn.Module:
-        from .nn import build_module
-
         kwargs = self._prefixed("module__")
         if self.module is None:
             kwargs.setdefault("activation", self.activation)
@@ -140,7 +138,8 @@ class NoisySGDClassifierBase(PrivateClassifierBase):
     def _encode_groups(self, sensitive_features, n: int) -> np.ndarray:
         return np.zeros(n, dtype=np.int64)
 
-    def _make_problem(self, *, random, expected_batch_size, device, n_classes):
+    def _make_problem(self, *, random, expected_batch_size, device, n_classes, private):
+        """The engine problem of one fit (with a ``private_sum`` hook)."""
         raise NotImplementedError
 
     def _after_fit(self, problem) -> None:
