@@ -93,9 +93,9 @@ def group_metrics(est, X, y, s):
     return rows
 
 
-def run(seeds, only, out: Path, tag: str):
+def run(seeds, only, out: Path, tag: str, first_seed: int = 0):
     records = []
-    for seed in range(seeds):
+    for seed in range(first_seed, seeds):
         X_tr, X_te, y_tr, y_te, s_tr, s_te = load(seed)
         for name, make in methods(seed, only).items():
             est = make()
@@ -191,6 +191,7 @@ def write_md(df: pd.DataFrame, out: Path, tag: str, command: str):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=0, help="run seeds first..seeds-1")
     parser.add_argument("--methods", nargs="*", default=None)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
@@ -205,7 +206,7 @@ def main():
             [pd.read_csv(p) for p in sorted(args.out.glob("global_scaling_adult*.csv"))]
         ).drop_duplicates(["method", "seed", "group"])
     else:
-        df = run(args.seeds, args.methods, args.out, args.tag)
+        df = run(args.seeds, args.methods, args.out, args.tag, args.first_seed)
     write_md(df, args.out, "" if args.summarise_only else args.tag, command)
 
 

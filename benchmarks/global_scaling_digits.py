@@ -71,20 +71,40 @@ def methods(epsilon: float, seed: int, lr_scale: float) -> dict:
     }
 
 
-def run(seeds, epsilons, lr_scale, out: Path, keep_rate: float = 0.09):
+def _fit(est, X, y):
+    if isinstance(est, DPSGDFClassifier):
+        return est.fit(X, y, sensitive_features=y)  # groups = classes (paper)
+    return est.fit(X, y)
+
+
+def _tuned_scale(name, epsilon, seed, X_tr, y_tr, grid):
+    """The lr multiplier from ``grid`` with the best overall validation accuracy."""
+    X_fit, X_val, y_fit, y_val = train_test_split(
+        X_tr, y_tr, test_size=0.25, random_state=seed, stratify=y_tr
+    )
+    scores = [
+        (_fit(methods(epsilon, seed, scale)[name](), X_fit, y_fit).score(X_val, y_val), scale)
+        for scale in grid
+    ]
+    return max(scores)[1]
+
+
+def run(seeds, epsilons, lr_scale, out: Path, keep_rate: float = 0.09, grid=None, suffix=""):
     records = []
     for seed in range(seeds):
         X_tr, X_te, y_tr, y_te = load(seed, keep_rate)
         for epsilon in epsilons:
-            for name, make in methods(epsilon, seed, lr_scale).items():
+            for name in methods(epsilon, seed, lr_scale):
                 if name == "non-private" and epsilon != epsilons[0]:
                     continue
-                est = make()
+                scale = (
+                    lr_scale
+                    if grid is None
+                    else _tuned_scale(name, epsilon, seed, X_tr, y_tr, grid)
+                )
+                est = methods(epsilon, seed, scale)[name]()
                 start = time.perf_counter()
-                if isinstance(est, DPSGDFClassifier):
-                    est.fit(X_tr, y_tr, sensitive_features=y_tr)  # groups = classes (paper)
-                else:
-                    est.fit(X_tr, y_tr)
+                _fit(est, X_tr, y_tr)
                 pred = est.predict(X_te)
                 row = dict(
                     method=name,
@@ -95,20 +115,24 @@ def run(seeds, epsilons, lr_scale, out: Path, keep_rate: float = 0.09):
                     n_train=len(y_tr),
                     n_minority_train=int((y_tr == MINORITY).sum()),
                     seconds=time.perf_counter() - start,
+                    lr_scale=scale,
                 )
                 for c in range(10):
                     row[f"acc_{c}"] = 100 * (pred[y_te == c] == c).mean()
                 records.append(row)
                 print(seed, epsilon, f"{name:20s}", f"acc8={row['acc_8']:.1f}",
                       f"acc2={row['acc_2']:.1f} all={row['accuracy']:.1f}", flush=True)  # fmt: skip
-            pd.DataFrame(records).to_csv(out / "global_scaling_digits.csv", index=False)
+            pd.DataFrame(records).to_csv(out / f"global_scaling_digits{suffix}.csv", index=False)
     return pd.DataFrame(records)
 
 
-def write_md(df: pd.DataFrame, out: Path, command: str):
+def write_md(df: pd.DataFrame, out: Path, command: str, suffix: str = ""):
     mean = df.groupby(["method", "epsilon"])[["acc_8", "acc_2", "accuracy"]].mean()
     se = df.groupby(["method", "epsilon"])[["acc_8", "acc_2", "accuracy"]].sem()
     table = (mean.round(1).astype(str) + " ± " + se.round(1).astype(str)).reset_index()
+    if "lr_scale" in df:
+        scales = df.groupby(["method", "epsilon"])["lr_scale"].agg(lambda v: sorted(set(v)))
+        table["lr_scale (per seed)"] = scales.to_numpy()
     lines = [
         "# Unbalanced digits (class 8 kept with p = 0.09 in training): per-class accuracy",
         "",
@@ -144,7 +168,7 @@ def write_md(df: pd.DataFrame, out: Path, command: str):
     lines += [
         "",
         f"Caveats: only {df['n_minority_train'].min()}-{df['n_minority_train'].max()} eights are "
-        f"left for training; the non-private reference (lr {0.01:g} x lr-scale, as DPSGD) gets "
+        f"left for training; the non-private reference gets "
         f"{ref8:.1f}% on class 8. "
         + (
             f"{', '.join(zero)} get 0% on class 8 at most epsilons, so the ordering among them "
@@ -153,7 +177,7 @@ def write_md(df: pd.DataFrame, out: Path, command: str):
             else ""
         ),
     ]
-    (out / "global_scaling_digits.md").write_text("\n".join(lines) + "\n")
+    (out / f"global_scaling_digits{suffix}.md").write_text("\n".join(lines) + "\n")
     try:
         import matplotlib
 
@@ -171,7 +195,7 @@ def write_md(df: pd.DataFrame, out: Path, command: str):
         ax.set_ylabel("class-8 test accuracy (%)")
         ax.legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(out / "global_scaling_digits.png", dpi=120)
+        fig.savefig(out / f"global_scaling_digits{suffix}.png", dpi=120)
     except ImportError:  # pragma: no cover
         pass
 
@@ -185,18 +209,30 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--summarise-only", action="store_true")
+    parser.add_argument(
+        "--tune",
+        type=float,
+        nargs="*",
+        default=None,
+        help="per method, epsilon and seed, pick the lr multiplier from these values by overall "
+        "accuracy on a 25%% validation split of the training data (e.g. --tune 1 3 10 30)",
+    )
     args = parser.parse_args()
+    suffix = "_tuned" if args.tune else ""
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     command = (
         f"python benchmarks/global_scaling_digits.py --seeds {args.seeds} "
         f"--lr-scale {args.lr_scale:g} --keep-rate {args.keep_rate:g}"
+        + (f" --tune {' '.join(f'{v:g}' for v in args.tune)}" if args.tune else "")
+        + (f" --epsilons {' '.join(f'{v:g}' for v in args.epsilons)}" if args.tune else "")
     )
     if args.summarise_only:
-        df = pd.read_csv(args.out / "global_scaling_digits.csv")
+        df = pd.read_csv(args.out / f"global_scaling_digits{suffix}.csv")
     else:
-        df = run(args.seeds, args.epsilons, args.lr_scale, args.out, args.keep_rate)
-    write_md(df, args.out, command)
+        df = run(args.seeds, args.epsilons, args.lr_scale, args.out, args.keep_rate, args.tune,
+                 suffix)  # fmt: skip
+    write_md(df, args.out, command, suffix)
 
 
 if __name__ == "__main__":
