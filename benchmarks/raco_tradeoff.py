@@ -407,6 +407,7 @@ def report(args):
         "1 torch thread.",
         "",
     ]
+    intro, lines = lines, []
     checks = []
     for dataset in ("adult", "credit-card"):
         raco = agg[
@@ -518,9 +519,7 @@ def report(args):
         for v in verdict:
             checks.append((v.startswith("- PASS"), "Speed: " + v.split(": ", 1)[1]))
     head = ["## Targets", ""] + [f"- {'PASS' if ok else 'FAIL'}: {text}" for ok, text in checks]
-    idx = lines.index("") + 0
-    text = lines[: idx + 1]
-    text = lines[:15] + head + [""] + lines[15:]
+    text = intro + head + [""] + lines
     (OUT / "raco_tradeoff.md").write_text("\n".join(text) + "\n")
     _plot(agg, points)
     print("\n".join(head))

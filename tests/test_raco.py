@@ -460,3 +460,37 @@ def test_warning_free_default_fit(small_data):
 def test_biased_data_fixture_is_biased():
     X, y, s = make_biased_data(n=200)
     assert abs(y[s == 1].mean() - y[s == 0].mean()) > 0.3
+
+
+# --------------------------------------------------------------------------- A9
+def test_clipping_bias_small_norm_misses_a_strict_constraint():
+    """Paper Fig. 6: with clipping but no noise, a small C cannot enforce a strict FNR bound."""
+    from skfairdp.engine import NoiseConfig, train
+    from skfairdp.privacy import ShuffledBatches
+
+    X, y, _ = make_tradeoff_data(n=1000, seed=0)
+    program = compile_rate_constraints(FalseNegativeRate(0.02), [None], [0, 1])
+    packed = torch.as_tensor(np.stack([y, program.parts(np.zeros_like(y), y)], axis=1))
+
+    def fnr_after(clip):
+        torch.manual_seed(0)
+        module = torch.nn.Linear(X.shape[1], 2)
+        random = RandomSource(0)
+        problem = _problem(program, batch=100.0, lr_dual=1.0, temperature=1.0)
+        train(
+            module,
+            torch.as_tensor(X),
+            (packed,),
+            problem,
+            sampler=ShuffledBatches(len(y), 100, random),
+            optimizer=torch.optim.SGD(module.parameters(), lr=0.1),
+            noise=NoiseConfig(clip, 0.0, None),  # clipped, no noise
+            random=random,
+            max_epochs=10,
+        )
+        with torch.no_grad():
+            pred = module(torch.as_tensor(X)).argmax(1).numpy()
+        return float(np.mean(pred[y == 1] != 1))
+
+    assert fnr_after(0.05) > 0.2
+    assert fnr_after(20.0) < 0.05
