@@ -125,7 +125,8 @@ def train(
             for cb in callbacks:
                 getattr(cb, "on_epoch_begin", lambda *a, **k: None)(net)
             start = time.perf_counter()
-            totals: dict[str, torch.Tensor] = {}
+            # per-sample diagnostics are kept and summed once per epoch (no ops per step)
+            diagnostics: dict[str, list[torch.Tensor]] = {}
             n_seen = 0
             batches = tqdm(
                 sampler.epoch(), total=sampler.steps_per_epoch, disable=verbose < 2, leave=False
@@ -145,13 +146,14 @@ def train(
                     m,
                 )
                 for key, value in metrics.items():
-                    totals[key] = totals[key] + value.detach() if key in totals else value.detach()
+                    diagnostics.setdefault(key, []).append(value)
                 n_seen += len(idx)
                 result.steps += 1
                 if result.steps == snapshot_step:
                     snapshot = copy.deepcopy(module.state_dict())
+            totals = {key: float(torch.cat(values).sum()) for key, values in diagnostics.items()}
             for key, value in totals.items():
-                history.record(key, float(value) / max(n_seen, 1))
+                history.record(key, value / max(n_seen, 1))
             history.record("steps", result.steps)
             history.record("dur", time.perf_counter() - start)
             result.epochs = epoch + 1
@@ -171,10 +173,10 @@ def train(
 
 
 def _step(module, grads_of, Xb, batch, problem, optimizer, noise, random, m):
-    """One descent-ascent step; returns the step's diagnostic sums."""
+    """One descent-ascent step; returns the step's per-sample diagnostics."""
     n_params = grads_of.n_params
     device = Xb.device
-    primal = torch.zeros(n_params, device=device, dtype=torch.float32)
+    primal = None
     metrics: dict[str, torch.Tensor] = {}
     outputs = None
     # Optional problem hook: private per-batch statistics the objective needs, released
@@ -196,14 +198,16 @@ def _step(module, grads_of, Xb, batch, problem, optimizer, noise, random, m):
         for g, is_private in zip(grads, problem.private_primal):
             if is_private and private_sum is not None:
                 part, sensitivity = private_sum(g, Xb, *batch)
-                primal += part
             elif is_private and noise.private:
-                primal += clipped_sum(g, noise.max_grad_norm)[0]
+                part = clipped_sum(g, noise.max_grad_norm)[0]
             else:
-                primal += _plain_sum(g, Xb.shape[0], device)
-        metrics = {key: value.sum() for key, value in diagnostics.items()}
+                part = _plain_sum(g, Xb.shape[0], device)
+            primal = part if primal is None else primal.add_(part)
+        metrics = diagnostics
     elif private_sum is not None and any(problem.private_primal):
         sensitivity = private_sum(None, Xb, *batch)[1]  # empty batch: its releases still happen
+    if primal is None:  # empty batch
+        primal = torch.zeros(n_params, device=device, dtype=torch.float32)
     if noise.private and any(problem.private_primal):
         primal += random.normal(n_params, noise.primal_multiplier * sensitivity)
     denominator = m if noise.private else max(Xb.shape[0], 1)

@@ -33,10 +33,10 @@ class PrimalDualProblem(Protocol):
     clipping for each private objective's per-sample gradients (``per_sample``
     is ``None`` for an empty Poisson batch, so that releases made inside the
     hook, e.g. a noisy count, still happen every step). ``total`` is the
-    processed per-sample sum and ``sensitivity`` the L2 bound on one sample's
-    contribution to it; the engine adds ``N(0, (primal_multiplier *
-    sensitivity)^2)``. Problems without the hook get ``clipped_sum`` at
-    ``max_grad_norm``.
+    processed per-sample sum (a fresh tensor: the engine updates it in place) and
+    ``sensitivity`` the L2 bound on one sample's contribution to it; the engine
+    adds ``N(0, (primal_multiplier * sensitivity)^2)``. Problems without the hook
+    get ``clipped_sum`` at ``max_grad_norm``.
 
     Optional hook ``release_batch_statistics(outputs, *batch) -> batch``: called
     every step (empty Poisson batches included) with the detached model outputs
