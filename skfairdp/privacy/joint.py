@@ -37,6 +37,7 @@ the construction is wired correctly.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import dp_accounting
@@ -225,12 +226,18 @@ def _connect_dots(upper: np.ndarray, lower: np.ndarray, inf_mass: float, d: floa
     return pld_pmf.create_pmf_pessimistic_connect_dots(d, grid, deltas)
 
 
+@functools.lru_cache(maxsize=64)
+def _cached_step(q: float, gaussians: tuple, laplaces: tuple, d: float):
+    return joint_sampled_pld(q, gaussians, laplaces, discretization=d)
+
+
 def _pld_of(event: dp_accounting.DpEvent, d: float) -> pld_lib.PrivacyLossDistribution:
     if isinstance(event, dp_accounting.NoOpDpEvent):
         return pld_lib.identity(value_discretization_interval=d)
     if _is_joint(event):
         gaussians, laplaces = _leaf_parts(event.event)
-        return joint_sampled_pld(event.sampling_probability, gaussians, laplaces, discretization=d)
+        # one step's PLD is reused across the T's of a calibration or a fit's history
+        return _cached_step(float(event.sampling_probability), tuple(gaussians), tuple(laplaces), d)
     if isinstance(event, dp_accounting.ComposedDpEvent):
         pld = pld_lib.identity(value_discretization_interval=d)
         for e in event.events:
