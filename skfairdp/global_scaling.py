@@ -33,6 +33,7 @@ from ._dpsgd import NON_NEGATIVE, POSITIVE, NoisySGDClassifierBase
 
 VARIANTS = ("adapt", "global", "clip")
 _TINY = 1e-12
+_Z_RANGE = (1e-12, 1e12)
 
 
 def scaling_weights(
@@ -71,10 +72,15 @@ def scaling_weights(
 def update_z(
     z: torch.Tensor, noisy_fraction: torch.Tensor, z_lr: float, z_min=None, z_max=None
 ) -> torch.Tensor:
-    """``Z exp(-z_lr + b~)``, then the optional clamps (post-processing of ``b~``)."""
+    """``Z exp(-z_lr + b~)``, then the optional clamps (post-processing of ``b~``).
+
+    ``Z`` is always kept in ``[1e-12, 1e12]`` so that very noisy counts (tiny
+    batches) cannot drive it to 0 or infinity (and the model to NaN).
+    """
     z = z * torch.exp(noisy_fraction - z_lr)
-    if z_min is not None or z_max is not None:
-        z = z.clamp(min=z_min, max=z_max)
+    z = z.clamp(min=z_min if z_min is not None else _Z_RANGE[0], max=_Z_RANGE[1])
+    if z_max is not None:
+        z = z.clamp(max=z_max)
     return z
 
 

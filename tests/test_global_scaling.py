@@ -178,6 +178,17 @@ def test_z_update_clamps_are_applied():
     assert float(z) == pytest.approx(2.0)
 
 
+def test_z_stays_finite_under_extreme_count_noise():
+    z = torch.tensor(1.0, dtype=torch.float64)
+    for fraction in (1e4, 1e4, -1e5, -1e5):
+        z = update_z(z, torch.tensor(fraction, dtype=torch.float64), 0.1)
+        assert 0 < float(z) < math.inf
+    problem = _problem(z=1.0, count_std=1e3, m=1.0)
+    for _ in range(50):
+        problem.private_sum(_FakeNorms(torch.ones(1, dtype=torch.float64)), None)
+    assert np.all(np.isfinite(torch.stack(problem.z_log).numpy()))
+
+
 def test_count_uses_this_steps_z_and_expected_batch_size():
     """b_t counts norms above tau * Z with the Z that scaled this step; divided by E (not |B|)."""
     problem = _problem(z=2.0, z_lr=0.0, tau=1.0, m=10.0)
