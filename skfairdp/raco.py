@@ -128,9 +128,11 @@ class RacoProblem:
         self.random = random
         self.lam = torch.zeros(self.A.shape[0], device=self.A.device)
         self.n_parts = self.S.shape[1]
-        self.step_violations: list[float] = []
-        self.step_lambda_max: list[float] = []
-        self.value_sums = torch.zeros_like(self.lam)
+        # flat forms for a step of few kernels: values = A_flat @ rates, W = S^T (lam A) / n
+        self.A_flat = self.A.reshape(self.A.shape[0], -1)
+        self.S_T = self.S.T.contiguous()
+        self.violation_log: list[torch.Tensor] = []
+        self.lambda_log: list[torch.Tensor] = []
         self.n_releases = 0
 
     def prepare_batch(self, codes):
@@ -147,31 +149,46 @@ class RacoProblem:
         return H + laplace_noise(self.random, tuple(H.shape), self.histogram_scale, H.device)
 
     def rates(self, H_hat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-set rates ``(M, K)`` (clipped to [0, 1]) and floored denominators ``(M,)``."""
+        """Per-set rates ``(M, K)`` (clipped to [0, 1]) and floored denominators ``(M, 1)``."""
         sums = self.S @ H_hat
-        denom = sums.sum(dim=1).clamp(min=MIN_COUNT)
-        return (sums / denom[:, None]).clamp(0.0, 1.0), denom
+        denom = sums.sum(dim=1, keepdim=True).clamp_(min=MIN_COUNT)
+        return (sums / denom).clamp_(0.0, 1.0), denom
 
     def release_batch_statistics(self, outputs, y, part):
-        proba = torch.softmax(self.tau * outputs.float(), dim=1)
+        proba = torch.softmax(outputs * self.tau, dim=1)
         H_hat = self.privatize(soft_histogram(proba, part, self.n_parts))
         # --- everything below is post-processing of H_hat ---
         rates, denom = self.rates(H_hat)
-        values = torch.einsum("jmk,mk->j", self.A, rates)
+        values = self.A_flat @ rates.reshape(-1)
         # per-part weights at the current lambda (simultaneous descent-ascent)
-        W = self.S.T @ (torch.einsum("j,jmk->mk", self.lam, self.A) / denom[:, None])
         scale = self.expected_batch_size if self.expected_batch_size is not None else len(y)
-        weights = scale * W.index_select(0, part)
+        coef = (self.lam @ self.A_flat).view_as(rates).div_(denom).mul_(scale)
+        weights = (self.S_T @ coef).index_select(0, part)
         self.dual_update(values)
         return y, weights
 
     def dual_update(self, values: torch.Tensor) -> None:
         """``lambda <- clip(lambda + lr_dual (Gamma_hat - gamma), 0, dual_bound)``."""
         violation = values - self.gamma
-        self.lam = (self.lam + self.lr_dual * violation).clamp(min=0.0, max=self.dual_bound)
-        self.value_sums += values
-        self.step_violations.append(float(violation.max()))
-        self.step_lambda_max.append(float(self.lam.max()))
+        self.lam = torch.add(self.lam, violation, alpha=self.lr_dual).clamp_(
+            min=0.0, max=self.dual_bound
+        )
+        self.violation_log.append(violation)
+        self.lambda_log.append(self.lam)
+
+    @property
+    def step_violations(self) -> list[float]:
+        """``max_j Gamma_j(H_hat) - gamma_j`` of each step so far."""
+        if not self.violation_log:
+            return []
+        return torch.stack(self.violation_log).max(dim=1).values.tolist()
+
+    @property
+    def step_lambda_max(self) -> list[float]:
+        """``max_j lambda_j`` after each step so far."""
+        if not self.lambda_log:
+            return []
+        return torch.stack(self.lambda_log).max(dim=1).values.tolist()
 
     def primal_objectives(self, outputs, y, weights):
         log_p = torch.log_softmax(outputs, dim=1)
@@ -546,11 +563,12 @@ class RaCODPClassifier(PrivateClassifierBase):
                 stacklevel=2,
             )
         start = 0
+        violations, lambda_max = problem.step_violations, problem.step_lambda_max
         for row in self.history_:
             stop = row["steps"]
-            window = problem.step_violations[start:stop]
+            window = violations[start:stop]
             row["constraint_violation"] = float(np.mean(window)) if window else float("nan")
-            row["lambda_max"] = problem.step_lambda_max[stop - 1] if stop else 0.0
+            row["lambda_max"] = lambda_max[stop - 1] if stop else 0.0
             row["epsilon"] = (
                 self.privacy_spent_.epsilon
                 if stop == result.steps or not private
