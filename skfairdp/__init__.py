@@ -2,6 +2,16 @@
 
 __version__ = "0.1.0.dev0"
 
+from .baselines import DPSGDFClassifier, FairLensClassifier  # noqa: E402
 from .fermi import DPFermiClassifier  # noqa: E402
+from .global_scaling import GlobalScalingDPClassifier  # noqa: E402
+from .raco import RaCODPClassifier  # noqa: E402
 
-__all__ = ["DPFermiClassifier", "__version__"]
+__all__ = [
+    "DPFermiClassifier",
+    "DPSGDFClassifier",
+    "FairLensClassifier",
+    "GlobalScalingDPClassifier",
+    "RaCODPClassifier",
+    "__version__",
+]
