@@ -494,3 +494,27 @@ def test_clipping_bias_small_norm_misses_a_strict_constraint():
 
     assert fnr_after(0.05) > 0.2
     assert fnr_after(20.0) < 0.05
+
+
+def test_laplace_noise_distribution_and_secure_mode(small_data):
+    scale = 3.0
+    for source in (RandomSource(0), RandomSource(secure_mode=True)):
+        noise = raco.laplace_noise(source, (200, 100), scale, "cpu").double()
+        assert noise.mean().item() == pytest.approx(0.0, abs=0.05)
+        assert noise.abs().mean().item() == pytest.approx(scale, rel=0.03)
+        assert noise.var().item() == pytest.approx(2 * scale**2, rel=0.06)
+    X, y, s = small_data
+    est = RaCODPClassifier(
+        epsilon=4.0, histogram_noise="laplace", secure_mode=True, batch_size=50, max_epochs=1
+    ).fit(X, y, sensitive_features=s)
+    assert est.privacy_spent_.epsilon <= 4.0 + 1e-6
+
+
+def test_capped_last_epoch_is_partial(small_data):
+    X, y, s = small_data
+    est = RaCODPClassifier(
+        epsilon=2.0, noise_multiplier=2.0, batch_size=10, max_epochs=50, random_state=0
+    ).fit(X, y, sensitive_features=s)
+    assert est.history_[-1, "steps"] == est.n_steps_
+    assert est.n_steps_ % 10 != 0 or len(est.history_) * 10 == est.n_steps_
+    assert len(est.history_) == -(-est.n_steps_ // 10)
