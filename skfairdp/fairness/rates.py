@@ -73,6 +73,9 @@ class Cells:
     groups : None or sequence
         Group labels (as in ``GroupEncoder.group_labels_``: the value for one
         sensitive attribute, a tuple for joint groups); ``None`` means every group.
+        Always a sequence of labels: one joint group is ``[("Female", "White")]``
+        (a bare tuple would be read as two labels). A single str or number is
+        one label.
     labels : None or sequence
         True class labels (values of ``y``); ``None`` means every class.
     """
