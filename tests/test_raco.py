@@ -518,3 +518,16 @@ def test_capped_last_epoch_is_partial(small_data):
     assert est.history_[-1, "steps"] == est.n_steps_
     assert est.n_steps_ % 10 != 0 or len(est.history_) * 10 == est.n_steps_
     assert len(est.history_) == -(-est.n_steps_ // 10)
+
+
+def test_joint_groups_and_custom_cells(small_data):
+    X, y, s = small_data
+    other = (X[:, 1] > 0).astype(int)
+    sf = {"s": s, "other": other}
+    est = RaCODPClassifier(epsilon=np.inf, max_epochs=2, batch_size=20, random_state=0)
+    est.fit(X, y, sensitive_features=sf)
+    assert est.rate_program_.n_parts == 4 and len(est.constraint_names_) == 8
+    one = RateConstraint([(Cells(groups=[(1, 1)], labels=[0]), {1: 1.0})], 0.1)
+    est2 = RaCODPClassifier(constraints=one, epsilon=np.inf, max_epochs=2, batch_size=20)
+    est2.fit(X, y, sensitive_features=sf)
+    assert est2.rate_program_.n_parts == 2
