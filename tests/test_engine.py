@@ -1,5 +1,6 @@
 """Engine: per-sample gradients, clipping sensitivity, and the noisy descent-ascent loop."""
 
+import copy
 import math
 
 import numpy as np
@@ -445,3 +446,72 @@ def test_output_gradient_path_equals_autograd_loop(make):
 def test_clipped_sum_rejects_non_positive_norm(max_norm):
     with pytest.raises(ValueError, match="max_norm"):
         clipped_sum(torch.ones(3, 2), max_norm)
+
+
+class _CountingModule(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+        self.forwards = 0
+
+    def forward(self, x):
+        self.forwards += 1
+        return self.inner(x)
+
+
+class _ReleasingProblem(_Problem):
+    """Scales each row's loss by a weight computed from this batch's outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def prepare_batch(self, y):
+        return y, torch.ones(len(y))
+
+    def release_batch_statistics(self, outputs, y, weight):
+        self.seen.append(outputs.clone())
+        assert not outputs.requires_grad
+        return y, torch.full((len(y),), 2.0)
+
+    def primal_objectives(self, outputs, y, weight):
+        loss = F.cross_entropy(outputs, y, reduction="none")
+        return (weight * loss,), {"loss": loss}
+
+    def dual_contributions(self, outputs, y, weight):
+        return None
+
+
+@pytest.mark.parametrize("strategy", ["linear", "vmap"])
+def test_release_hook_sees_the_step_outputs_and_its_batch_reaches_the_objective(strategy):
+    """release_batch_statistics gets this step's outputs (one forward pass on the linear
+    path, empty batches included) and its returned tensors are what the objective uses."""
+    X, y, _ = _batch(n=20, d=5)
+    batches = [np.arange(0, 8), np.array([], dtype=np.int64), np.arange(8, 20)]
+    module = _CountingModule(nn.Linear(5, 3))
+    reference = copy.deepcopy(module.inner)
+    problem = _ReleasingProblem()
+    start = [p.detach().clone() for p in module.parameters()]
+    train(
+        module,
+        X,
+        (y,),
+        problem,
+        sampler=_ListSampler(batches, 8),
+        optimizer=torch.optim.SGD(module.parameters(), lr=0.3),
+        noise=NoiseConfig(),
+        random=RandomSource(0),
+        max_epochs=1,
+        per_sample_strategy=strategy,
+    )
+    assert len(problem.seen) == 3 and problem.seen[1].shape == (0, 3)
+    torch.testing.assert_close(problem.seen[0], reference(X[:8]).detach())
+    if strategy == "linear":
+        assert module.forwards == 3  # one per step (the empty batch's too), no extra pass
+    # the weight 2 from the release doubles the loss: same as SGD with twice the rate
+    with torch.no_grad():
+        for p, p0 in zip(reference.parameters(), start):
+            p.copy_(p0)
+    _manual_sgd(reference, X, y, [batches[0], batches[2]], lr=0.6)
+    for p, q in zip(module.inner.parameters(), reference.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)

@@ -181,8 +181,16 @@ def _step(module, grads_of, Xb, batch, problem, optimizer, noise, random, m):
     outputs = None
     # Optional problem hook: private per-batch statistics the objective needs, released
     # before it is formed (e.g. RaCO-DP's noisy histogram); see PrimalDualProblem.
+    # With a non-empty batch it runs inside grads_of, on that forward pass's outputs.
     release = getattr(problem, "release_batch_statistics", None)
+    released, prepare = {}, None
     if release is not None:
+
+        def prepare(outputs, *per_sample):
+            released["batch"] = release(outputs, *per_sample)
+            return released["batch"]
+
+    if release is not None and Xb.shape[0] == 0:
         with torch.no_grad():
             batch = release(module(Xb), *batch)
     # Optional problem hook replacing flat clipping (see PrimalDualProblem.private_sum).
@@ -194,7 +202,9 @@ def _step(module, grads_of, Xb, batch, problem, optimizer, noise, random, m):
             problem.primal_objectives,
             *batch,
             output_gradients=getattr(problem, "primal_output_gradients", None),
+            prepare=prepare,
         )
+        batch = released.get("batch", batch)
         for g, is_private in zip(grads, problem.private_primal):
             if is_private and private_sum is not None:
                 part, sensitivity = private_sum(g, Xb, *batch)

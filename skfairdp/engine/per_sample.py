@@ -104,6 +104,7 @@ class PerSampleGradients:
         objectives: Objectives,
         *per_sample: torch.Tensor,
         output_gradients: Callable | None = None,
+        prepare: Callable | None = None,
     ) -> tuple[list, torch.Tensor, dict[str, torch.Tensor]]:
         """Per-sample gradients, the batch outputs and per-sample diagnostics.
 
@@ -125,6 +126,12 @@ class PerSampleGradients:
             ``"linear"`` strategy to skip autograd through the objective (and, for a
             single Linear layer, the backward pass altogether); ``objectives`` is
             still used by ``"vmap"``.
+        prepare : callable, optional
+            ``prepare(outputs, *per_sample) -> per_sample``, called once with the
+            detached outputs of this forward pass before the objectives are formed;
+            its result replaces the per-sample tensors (e.g. weights from a noisy
+            batch statistic). The ``"linear"`` strategy reuses its forward pass; the
+            ``"vmap"`` strategy runs one extra forward without gradients.
 
         Returns
         -------
@@ -137,9 +144,12 @@ class PerSampleGradients:
             The objective's per-sample diagnostics, detached.
         """
         if self.strategy == "linear" and output_gradients is not None:
-            return self._linear_from_output_gradients(X, output_gradients, per_sample)
+            return self._linear_from_output_gradients(X, output_gradients, per_sample, prepare)
         if self.strategy == "linear":
-            return self._linear(X, objectives, per_sample)
+            return self._linear(X, objectives, per_sample, prepare)
+        if prepare is not None:
+            with torch.no_grad():
+                per_sample = tuple(prepare(self.module(X), *per_sample))
         return self._vmap(X, objectives, per_sample)
 
     def _vmap(self, X, objectives, per_sample):
@@ -161,12 +171,15 @@ class PerSampleGradients:
         grads = [DenseGradients(flat[:, k]) for k in range(flat.shape[1])]
         return grads, outputs.detach(), {k: v.detach() for k, v in diag.items()}
 
-    def _linear(self, X, objectives, per_sample):
+    def _linear(self, X, objectives, per_sample, prepare=None):
         self._records = records = []
         try:
             outputs = self.module(X)
         finally:
             self._records = None
+        if prepare is not None:
+            with torch.no_grad():
+                per_sample = tuple(prepare(outputs.detach(), *per_sample))
         objs, diag = objectives(outputs, *per_sample)
         layer_outputs = [out for _, _, out in records]
         grads = []
@@ -182,7 +195,7 @@ class PerSampleGradients:
             grads.append(FactoredLinearGradients(self.params, factors, X.shape[0]))
         return grads, outputs.detach(), {k: v.detach() for k, v in diag.items()}
 
-    def _linear_from_output_gradients(self, X, output_gradients, per_sample):
+    def _linear_from_output_gradients(self, X, output_gradients, per_sample, prepare=None):
         self._records = records = []
         try:
             with torch.set_grad_enabled(not self._single_layer):
@@ -192,6 +205,9 @@ class PerSampleGradients:
         if self._single_layer is None:
             self._single_layer = len(records) == 1 and records[0][2] is outputs
         detached = outputs.detach()
+        if prepare is not None:
+            with torch.no_grad():
+                per_sample = tuple(prepare(detached, *per_sample))
         out_grads, diag = output_gradients(detached, *per_sample)
         grads = []
         for k, out_grad in enumerate(out_grads):
