@@ -153,12 +153,12 @@ def summarise(df: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     return pd.DataFrame(rows), per_seed
 
 
-def write_md(df: pd.DataFrame, out: Path, tag: str, command: str):
+def write_md(df: pd.DataFrame, out: Path, tag: str, command: str, note: str = ""):
     table, per_seed = summarise(df)
     lines = [
         "# Adult (sex), epsilon = 3.41, delta = 1e-6: per-group accuracy and loss",
         "",
-        f"Command: `{command}`. Set-up in `benchmarks/global_scaling_adult.py` (the paper's "
+        f"Command: `{command}`{note}. Set-up in `benchmarks/global_scaling_adult.py` (the paper's "
         "App. B.2 hyper-parameters; balanced M/F, 80/20 split, MLP 256-256 tanh, batch 256, "
         "20 epochs). Mean ± standard error over seeds; pi in accuracy points, R in log-loss.",
         f"Training rows: {int(df['n_train'].iloc[0])}; epsilon spent by every private fit: "
@@ -201,13 +201,21 @@ def main():
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     command = "python benchmarks/global_scaling_adult.py --seeds " + str(args.seeds)
+    note = ""
     if args.summarise_only:
+        command = "python benchmarks/global_scaling_adult.py --summarise-only"
+        note = (
+            ", merging the CSVs of `--seeds 5 --tag _main --methods non-private DPSGD "
+            "DPSGD-Global DPSGD-Global-Adapt DPSGD-F` and of FairLens runs (`--methods FairLens "
+            "--tag _fairlens`, about 45 min per seed on one shared CPU core; the seeds column "
+            "says how many finished)"
+        )
         df = pd.concat(
             [pd.read_csv(p) for p in sorted(args.out.glob("global_scaling_adult*.csv"))]
         ).drop_duplicates(["method", "seed", "group"])
     else:
         df = run(args.seeds, args.methods, args.out, args.tag, args.first_seed)
-    write_md(df, args.out, "" if args.summarise_only else args.tag, command)
+    write_md(df, args.out, "" if args.summarise_only else args.tag, command, note)
 
 
 if __name__ == "__main__":
