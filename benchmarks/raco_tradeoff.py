@@ -315,7 +315,7 @@ def speed(args):
         "repeats after one warm-up each, 1 torch thread, shared 2-core machine (timings are "
         "noisy).",
         "- Both run through `skfairdp.engine.train` with the hand-written output-gradient fast "
-        "path; RaCO adds the no-grad forward for the histogram, the noisy Q x K histogram, the "
+        "path; RaCO adds the noisy Q x K histogram (from the step's own forward pass), the "
         "rates/weights and the dual step.",
         f"- Code: skfairdp at {library_commit()}.",
         "",
