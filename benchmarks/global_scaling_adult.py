@@ -215,6 +215,9 @@ def main():
         ).drop_duplicates(["method", "seed", "group"])
     else:
         df = run(args.seeds, args.methods, args.out, args.tag, args.first_seed)
+    if "non-private" not in set(df["method"]):
+        print("no non-private reference in this run: merge with --summarise-only")
+        return
     write_md(df, args.out, "" if args.summarise_only else args.tag, command, note)
 
 
