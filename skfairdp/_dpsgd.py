@@ -216,6 +216,14 @@ class NoisySGDClassifierBase(PrivateClassifierBase):
         else:
             self.dp_event_ = dp_accounting.NonPrivateDpEvent()
         self.privacy_spent_ = epsilon_spent(self.dp_event_, delta)
+        for row in self.history_:  # epsilon spent up to each epoch (RDP curves are cached)
+            row["epsilon"] = (
+                epsilon_spent(
+                    step_events(z1, count_z, sampling_rate, row["steps"], accounting), delta
+                ).epsilon
+                if private
+                else math.inf
+            )
         if private and accounting == "composed" and not math.isinf(count_z):
             sound = epsilon_spent(step_events(z1, count_z, sampling_rate, result.steps), delta)
             warnings.warn(

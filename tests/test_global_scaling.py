@@ -248,6 +248,9 @@ def test_fit_spends_target_epsilon_jointly():
     assert isinstance(event, dp_accounting.SelfComposedDpEvent) and event.count == est.n_steps_
     assert event.event.event.noise_multiplier == pytest.approx(est.effective_noise_multiplier_)
     assert len(est.z_history_) == len(est.clip_fraction_history_) == est.n_steps_
+    # history: epsilon spent so far, growing to the fit's
+    eps = [row["epsilon"] for row in est.history_]
+    assert len(eps) == 2 and eps[0] < eps[1] == est.privacy_spent_.epsilon
 
 
 def test_composed_accounting_warns_with_the_sound_epsilon():
