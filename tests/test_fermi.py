@@ -579,3 +579,48 @@ def test_hand_written_output_gradients_equal_autograd(privacy_unit, n_blocks, al
         torch.testing.assert_close(grad, auto)
     for key in diag:
         torch.testing.assert_close(hand_diag[key], diag[key].detach())
+
+
+@pytest.mark.parametrize("fairness", ["equalized_odds", "equal_opportunity"])
+def test_label_weights_reach_thetas_objective_not_ws(monkeypatch, biased_data, fairness):
+    """theta's psi weight is lambda * active * label_weights_[y]; W ascends on lambda * active."""
+    X, y, s = biased_data
+    seen = []
+    original = ErmiProblem.prepare_batch
+
+    def recording(self, codes, weights):
+        out = original(self, codes, weights)
+        seen.append(out)
+        return out
+
+    monkeypatch.setattr(ErmiProblem, "prepare_batch", recording)
+    est = _fit(X, y, s, fairness=fairness, fairness_weight=3.0, epsilon=np.inf, max_epochs=1)
+    lw = torch.as_tensor(est.label_weights_, dtype=torch.float32)
+    assert not torch.allclose(lw, torch.ones_like(lw))  # labels are unbalanced here
+    for y_b, _, _, weight, dual_weight, _, _ in seen:
+        active = (y_b == 1).float() if fairness == "equal_opportunity" else torch.ones(len(y_b))
+        torch.testing.assert_close(dual_weight, 3.0 * active)
+        torch.testing.assert_close(weight, 3.0 * active * lw[y_b])
+
+
+@pytest.mark.parametrize("privacy_unit", ["record", "sensitive"])
+def test_w_clip_is_the_bound_at_zero_and_at_independence(privacy_unit):
+    """C_W = 2 lambda max pinv; rows at W = 0 and at the independence optimum stay within it."""
+    pinv = torch.tensor([[1.0 / math.sqrt(0.3), 1.0 / math.sqrt(0.7)]])
+    problem = ErmiProblem(
+        W=torch.zeros(1, 2, 2),
+        pinv=pinv,
+        fairness_weight=1.5,
+        w_radius=10.0,
+        lr_w=0.1,
+        privacy_unit=privacy_unit,
+    )
+    assert problem.dual_clip == pytest.approx(1.5 * 2.0 * float(pinv.max()))
+    gen = torch.Generator().manual_seed(0)
+    F = torch.softmax(3 * torch.randn(500, 2, generator=gen), dim=1)
+    s = torch.randint(0, 2, (500,), generator=gen)
+    weight = torch.full((500,), 1.5)
+    independent = torch.sqrt(torch.tensor([0.3, 0.7])).view(1, 2, 1).expand(1, 2, 2)
+    for W in (torch.zeros(1, 2, 2), independent.contiguous()):
+        rows = ermi.w_gradient_rows(F, W, pinv, s, torch.zeros_like(s), weight)
+        assert float(rows.norm(dim=1).max()) <= problem.dual_clip + 1e-5
