@@ -452,7 +452,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             if self.lr_w == "auto"
             else self.lr_w,
             privacy_unit=self.privacy_unit,
-            all_active=bool(active.all()),
+            all_active=self.fairness != "equal_opportunity",  # from the notion, not the data
         )
         z_theta, z_w = self._noise_multipliers(
             private,

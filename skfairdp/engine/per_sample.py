@@ -143,10 +143,8 @@ class PerSampleGradients:
         diagnostics : dict of Tensor
             The objective's per-sample diagnostics, detached.
         """
-        if self.strategy == "linear" and output_gradients is not None:
-            return self._linear_from_output_gradients(X, output_gradients, per_sample, prepare)
         if self.strategy == "linear":
-            return self._linear(X, objectives, per_sample, prepare)
+            return self._linear(X, objectives, per_sample, prepare, output_gradients)
         if prepare is not None:
             with torch.no_grad():
                 per_sample = tuple(prepare(self.module(X), *per_sample))
@@ -171,54 +169,38 @@ class PerSampleGradients:
         grads = [DenseGradients(flat[:, k]) for k in range(flat.shape[1])]
         return grads, outputs.detach(), {k: v.detach() for k, v in diag.items()}
 
-    def _linear(self, X, objectives, per_sample, prepare=None):
+    def _linear(self, X, objectives, per_sample, prepare=None, output_gradients=None):
+        by_hand = output_gradients is not None
         self._records = records = []
         try:
-            outputs = self.module(X)
-        finally:
-            self._records = None
-        if prepare is not None:
-            with torch.no_grad():
-                per_sample = tuple(prepare(outputs.detach(), *per_sample))
-        objs, diag = objectives(outputs, *per_sample)
-        layer_outputs = [out for _, _, out in records]
-        grads = []
-        for k, obj in enumerate(objs):
-            backprops = torch.autograd.grad(
-                obj.sum(), layer_outputs, retain_graph=k < len(objs) - 1, allow_unused=True
-            )
-            factors = [
-                (layer, activation, grad_out)
-                for (layer, activation, _), grad_out in zip(records, backprops)
-                if grad_out is not None
-            ]
-            grads.append(FactoredLinearGradients(self.params, factors, X.shape[0]))
-        return grads, outputs.detach(), {k: v.detach() for k, v in diag.items()}
-
-    def _linear_from_output_gradients(self, X, output_gradients, per_sample, prepare=None):
-        self._records = records = []
-        try:
-            with torch.set_grad_enabled(not self._single_layer):
+            with torch.set_grad_enabled(not (by_hand and self._single_layer)):
                 outputs = self.module(X)
         finally:
             self._records = None
-        if self._single_layer is None:
+        if by_hand and self._single_layer is None:
             self._single_layer = len(records) == 1 and records[0][2] is outputs
         detached = outputs.detach()
         if prepare is not None:
             with torch.no_grad():
                 per_sample = tuple(prepare(detached, *per_sample))
-        out_grads, diag = output_gradients(detached, *per_sample)
+        if by_hand:
+            out_grads, diag = output_gradients(detached, *per_sample)
+            roots = [(outputs, out_grad) for out_grad in out_grads]
+        else:
+            objs, diag = objectives(outputs, *per_sample)
+            diag = {k: v.detach() for k, v in diag.items()}
+            roots = [(obj.sum(), None) for obj in objs]
+        layer_outputs = [out for _, _, out in records]
         grads = []
-        for k, out_grad in enumerate(out_grads):
-            if self._single_layer:
-                backprops = [out_grad]
+        for k, (root, root_grad) in enumerate(roots):
+            if by_hand and self._single_layer:
+                backprops = [root_grad]
             else:
                 backprops = torch.autograd.grad(
-                    outputs,
-                    [out for _, _, out in records],
-                    grad_outputs=out_grad,
-                    retain_graph=k < len(out_grads) - 1,
+                    root,
+                    layer_outputs,
+                    grad_outputs=root_grad,
+                    retain_graph=k < len(roots) - 1,
                     allow_unused=True,
                 )
             factors = [

@@ -101,7 +101,7 @@ def epsilon_spent(
                 f"accountant={accountant!r}, privacy_unit={privacy_unit!r}"
             )
         return PrivacySpent(joint_epsilon(event, delta), float(delta))
-    if resolve_accountant(accountant, privacy_unit) == "rdp":
+    if _RDP_ORDERS and resolve_accountant(accountant, privacy_unit) == "rdp":
         rdp = _rdp_of(event)
         if rdp is not None:
             return PrivacySpent(float(compute_epsilon(_RDP_ORDERS, rdp, delta)[0]), float(delta))
@@ -113,7 +113,8 @@ def epsilon_spent(
 # RDP composes additively, so the curve of a mechanism is computed once and scaled by
 # its count: a fit asks for the same sampled Gaussian at many step counts (per-epoch
 # history) and many multipliers (calibration). Same numbers as RdpAccountant.compose.
-_RDP_ORDERS = tuple(RdpAccountant()._orders)
+# (It reads RdpAccountant's private _orders/_rdp; without them it falls back to compose.)
+_RDP_ORDERS = tuple(getattr(RdpAccountant(), "_orders", ()))
 _RDP_LEAVES = (
     dp_accounting.GaussianDpEvent,
     dp_accounting.PoissonSampledDpEvent,
@@ -134,15 +135,17 @@ def _rdp_of(event: dp_accounting.DpEvent) -> np.ndarray | None:
             return None
         return np.sum(parts, axis=0) if parts else np.zeros(len(_RDP_ORDERS))
     if isinstance(event, _RDP_LEAVES):
-        return np.array(_leaf_rdp(event))
+        rdp = _leaf_rdp(event)
+        return None if rdp is None else np.array(rdp)
     return None
 
 
 @functools.lru_cache(maxsize=4096)
-def _leaf_rdp(event: dp_accounting.DpEvent) -> tuple[float, ...]:
+def _leaf_rdp(event: dp_accounting.DpEvent) -> tuple[float, ...] | None:
     acc = RdpAccountant(orders=list(_RDP_ORDERS))
     acc.compose(event)
-    return tuple(acc._rdp)
+    rdp = getattr(acc, "_rdp", None)
+    return None if rdp is None else tuple(rdp)
 
 
 def calibrate_noise_multiplier(
