@@ -74,7 +74,8 @@ class ErmiProblem:
         self.all_active = bool(all_active) and self.lam > 0
         self._probabilities = (None, None)
         # record: the whole objective is private; sensitive: only the s-dependent part.
-        self.private_primal = (False, True) if self.sensitive_unit else (True,)
+        # (with lambda = 0 the s-dependent part is identically zero: nothing to noise)
+        self.private_primal = (False, self.lam > 0) if self.sensitive_unit else (True,)
         max_pinv = float(pinv.max())
         # Row i's W-gradient is 2 w_i (pinv_i e_{s_i} 1^T - W[b_i]) diag(F_i). Its s-dependent
         # part has norm <= 2 pinv_i ||F_i|| <= 2 max pinv: the exact bound under "sensitive".

@@ -88,7 +88,7 @@ def test_linear_and_vmap_strategies_equal_autograd_loop(options):
         assert not diagnostics["loss"].requires_grad
         for g, ref in zip(grads, reference):
             torch.testing.assert_close(g.dense(), ref, rtol=1e-5, atol=1e-6)
-            torch.testing.assert_close(g.norms(), ref.norm(dim=1), rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(g.norms(), ref.norm(dim=1).double(), rtol=1e-5, atol=1e-6)
             torch.testing.assert_close(g.weighted_sum(weights), weights @ ref, rtol=1e-5, atol=1e-6)
         if hasattr(grads_of, "close"):
             grads_of.close()
@@ -129,7 +129,7 @@ def test_non_simple_linear_modules(make, shape):
         grads, _, _ = PerSampleGradients(module, strategy)(X, _objectives, y, c)
         for g, ref in zip(grads, reference):
             torch.testing.assert_close(g.dense(), ref, rtol=1e-5, atol=1e-6)
-            torch.testing.assert_close(g.norms(), ref.norm(dim=1), rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(g.norms(), ref.norm(dim=1).double(), rtol=1e-5, atol=1e-6)
             torch.testing.assert_close(g.weighted_sum(torch.ones(shape[0])), ref.sum(0))
 
 
@@ -438,7 +438,7 @@ def test_output_gradient_path_equals_autograd_loop(make):
         torch.testing.assert_close(diag["loss"], F.cross_entropy(module(X), y, reduction="none"))
         for g, ref in zip(grads, reference):
             torch.testing.assert_close(g.dense(), ref, rtol=1e-5, atol=1e-6)
-            torch.testing.assert_close(g.norms(), ref.norm(dim=1), rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(g.norms(), ref.norm(dim=1).double(), rtol=1e-5, atol=1e-6)
     grads_of.close()
 
 

@@ -34,6 +34,8 @@ from sklearn.utils._param_validation import Interval
 from torch.func import functional_call, grad, vmap
 
 from .._dpsgd import NoisySGDClassifierBase
+from ..engine import clipped_sum
+from ..engine.per_sample import finite_outputs
 from ..fairness import encode_sensitive_features
 
 
@@ -88,7 +90,7 @@ class FairLensProblem:
 
         U, V = as_params(u), as_params(v)
         with torch.no_grad():
-            prob = torch.softmax(self.module(X), dim=1)[:, 1]
+            prob = torch.softmax(finite_outputs(self.module(X)), dim=1)[:, 1]
         f_a, f_b = prob[in_a].mean(), prob[~in_a].mean()
         f = torch.where(in_a, f_a, f_b)
         share = torch.where(in_a, B / n_a, B / n_b).to(G.dtype)
@@ -117,9 +119,7 @@ class FairLensProblem:
         if per_sample is None:
             return None, self.max_grad_norm
         G = self.regularised_gradients(per_sample.dense(), X, y, groups)
-        norms = torch.linalg.vector_norm(G, dim=1)
-        weights = (self.max_grad_norm / (norms + 1e-12)).clamp(max=1.0)
-        return weights @ G, self.max_grad_norm
+        return clipped_sum(G, self.max_grad_norm)[0], self.max_grad_norm
 
 
 class FairLensClassifier(NoisySGDClassifierBase):
@@ -212,7 +212,8 @@ class FairLensClassifier(NoisySGDClassifierBase):
         -------
         self
         """
-        if not math.isinf(getattr(self, "epsilon", 1.0)):
+        self._validate_params()  # before reading epsilon (e.g. epsilon="1" is an error)
+        if not math.isinf(self.epsilon):
             warnings.warn(
                 "FairLensClassifier's regularisers couple the samples of a batch, so the "
                 "per-sample clipping bound does not bound the sensitivity: privacy_spent_ is "

@@ -1,8 +1,34 @@
-"""Flat L2 clipping of per-sample vectors."""
+"""Flat L2 clipping of per-sample vectors, bounded whatever the values.
+
+A per-sample contribution must stay within its clip norm for *every* input,
+including rows whose float32 norm overflows (a feature of 2e19 is a valid
+float32) and rows whose gradient is not finite at all. Two rules make that so:
+
+* norms are computed in float64, where no float32 row can overflow; and
+* a row with a non-finite entry is replaced by zeros before anything else
+  (a data-independent substitute: its contribution is 0, within any bound).
+
+Rows are kept as a power-of-two exponent times a row of norm below 1, so that
+the clip factor ``C / ||g||`` of a huge row is folded into a moderate weight
+instead of an underflowing one (scaling by ``2^k`` is exact in floating point).
+
+A batch whose float32 norms are all finite and below :data:`TAME_NORM` takes the
+plain float32 arithmetic (same numbers, fewer kernels); the choice changes how a
+sum is computed, not what it is.
+"""
 
 from __future__ import annotations
 
 import torch
+
+# Float32 row norms below this (2^64) leave clip factors C / norm far from float32's
+# underflow for any C > 1e-19, and squared norms far from overflow.
+TAME_NORM = 2.0**64
+
+
+def tame(norms: torch.Tensor) -> bool:
+    """Whether float32 ``norms`` are all finite and below :data:`TAME_NORM` (one sync)."""
+    return norms.numel() == 0 or bool(norms.max() < TAME_NORM)
 
 
 def clipped_sum(per_sample, max_norm: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -13,7 +39,8 @@ def clipped_sum(per_sample, max_norm: float) -> tuple[torch.Tensor, torch.Tensor
     per_sample : Tensor of shape (B, P), or per-sample gradients
         One flattened vector per sample (all parameters together), or an object
         with ``norms()`` and ``weighted_sum(weights)`` (see
-        :mod:`skfairdp.engine.per_sample`).
+        :mod:`skfairdp.engine.per_sample`). Rows with a non-finite entry count
+        as zero rows.
     max_norm : float
         Clipping threshold ``C``; the sum's add/remove sensitivity is ``C``.
 
@@ -21,17 +48,94 @@ def clipped_sum(per_sample, max_norm: float) -> tuple[torch.Tensor, torch.Tensor
     -------
     total : Tensor of shape (P,)
     norms : Tensor of shape (B,)
-        The unclipped norms (for diagnostics).
+        The unclipped norms (0 for a non-finite row), for diagnostics.
     """
     if not max_norm > 0:
         raise ValueError(f"max_norm must be > 0, got {max_norm!r}")
     if isinstance(per_sample, torch.Tensor):
-        norms = torch.linalg.vector_norm(per_sample, dim=1)
-        return clip_factors(norms, max_norm) @ per_sample, norms
+        per_sample = ScaledRows(per_sample)
     norms = per_sample.norms()
     return per_sample.weighted_sum(clip_factors(norms, max_norm)), norms
 
 
 def clip_factors(norms: torch.Tensor, max_norm: float) -> torch.Tensor:
-    """``min(1, C / norm)`` per sample (1 for a zero norm)."""
+    """``min(1, C / norm)`` per sample (1 for a zero norm, 0 for an infinite one)."""
     return max_norm / norms.clamp(min=max_norm)
+
+
+def scaled_row_norms(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Float64 row norms, the rows' power-of-two exponents and the non-finite mask.
+
+    Returns ``(norms, exponent, bad)``: ``norms`` (float64, 0 where ``bad``),
+    ``exponent`` (int, ``>= 0``) such that ``rows * 2^-exponent`` has norm
+    below 1 (or is unchanged when the norm already is), and ``bad`` marking rows
+    with a non-finite entry or a norm that overflows float64.
+    """
+    norms = torch.linalg.vector_norm(rows, dim=1, dtype=torch.float64)
+    return split_norms(norms)
+
+
+def split_norms(norms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(norms, exponent, bad)`` of float64 norms; see :func:`scaled_row_norms`."""
+    bad = ~torch.isfinite(norms)
+    norms = norms.masked_fill(bad, 0.0)
+    exponent = torch.frexp(norms).exponent.clamp_(min=0)
+    return norms, exponent, bad
+
+
+def scale_rows(rows: torch.Tensor, exponent: torch.Tensor, bad: torch.Tensor) -> torch.Tensor:
+    """``rows * 2^-exponent`` with ``bad`` rows set to zero (exact, no rounding)."""
+    shape = (-1,) + (1,) * (rows.dim() - 1)
+    scaled = torch.ldexp(rows, -exponent.view(shape).to(rows.dtype))
+    return scaled.masked_fill(bad.view(shape), 0.0)
+
+
+def scaled_weights(weights: torch.Tensor, exponent: torch.Tensor) -> torch.Tensor:
+    """Per-row weights for scaled rows: ``weights * 2^exponent``, in float64."""
+    return torch.ldexp(weights.double(), exponent.double())
+
+
+def to_finite(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Cast to ``dtype``, saturating at its largest finite value instead of overflowing.
+
+    Used on per-row factors whose product with a scaled row is within the clip norm:
+    a factor too large for ``dtype`` only multiplies a row that is (numerically) zero,
+    so saturating it can only shrink that row's contribution, never make it NaN.
+    """
+    big = torch.finfo(dtype).max
+    return values.clamp(min=-big, max=big).to(dtype)
+
+
+class ScaledRows:
+    """Per-sample rows ``(B, P)`` kept as ``2^k_i`` times a row of norm below 1.
+
+    Non-finite rows are zeroed at construction. Implements the ``norms()`` /
+    ``weighted_sum(weights)`` / ``dense()`` protocol of :func:`clipped_sum`;
+    ``norms()`` are float64 and ``weighted_sum`` accepts float32 or float64
+    weights, so ``||weights_i * row_i|| <= weights_i * norms_i`` holds for rows
+    up to float32's maximum without overflow or underflow.
+    """
+
+    def __init__(self, rows: torch.Tensor):
+        norms = torch.linalg.vector_norm(rows, dim=1)
+        if rows.dtype == torch.float32 and tame(norms):
+            self._norms, self.exponent, self.scaled = norms.double(), None, rows
+            return
+        self._norms, self.exponent, bad = scaled_row_norms(rows)
+        self.scaled = scale_rows(rows, self.exponent, bad)
+
+    def norms(self) -> torch.Tensor:
+        return self._norms
+
+    def weighted_sum(self, weights: torch.Tensor) -> torch.Tensor:
+        if self.exponent is None:
+            return weights.to(self.scaled.dtype) @ self.scaled
+        factors = to_finite(scaled_weights(weights, self.exponent), self.scaled.dtype)
+        return factors @ self.scaled
+
+    def dense(self) -> torch.Tensor:
+        """The rows, non-finite ones zeroed (entries may be as large as float32 allows)."""
+        if self.exponent is None:
+            return self.scaled
+        exponent = self.exponent.view(-1, 1).double()
+        return torch.ldexp(self.scaled.double(), exponent).to(self.scaled.dtype)

@@ -151,6 +151,7 @@ def train(
                 result.steps += 1
                 if result.steps == snapshot_step:
                     snapshot = copy.deepcopy(module.state_dict())
+            check_finite_parameters(module, epoch + 1)
             totals = {key: float(torch.cat(values).sum()) for key, values in diagnostics.items()}
             for key, value in totals.items():
                 history.record(key, value / max(n_seen, 1))
@@ -170,6 +171,23 @@ def train(
     if iterate == "random" and snapshot is not None:
         module.load_state_dict(snapshot)
     return result
+
+
+def check_finite_parameters(module: torch.nn.Module, epoch: int) -> None:
+    """Raise if training made a parameter NaN or infinite (never return such a model).
+
+    Per-sample contributions are bounded whatever the data (see
+    :mod:`skfairdp.engine.clipping`), so this is divergence of the optimiser, not one
+    row's doing; the check reads only the (released) parameters.
+    """
+    bad = [name for name, p in module.named_parameters() if not bool(torch.isfinite(p).all())]
+    if bad:
+        raise FloatingPointError(
+            f"training diverged: parameters {bad} became NaN or infinite by epoch {epoch}. "
+            "The per-sample contributions are clipped, so the step itself is too large: "
+            "lower lr (or the fairness weight / dual step size), or raise max_grad_norm "
+            "only together with a smaller lr."
+        )
 
 
 def _step(module, grads_of, Xb, batch, problem, optimizer, noise, random, m):
@@ -247,7 +265,13 @@ def _dual_step(problem, outputs, batch, noise, random, denominator, device):
 
 
 def _plain_sum(per_sample, batch_size: int, device) -> torch.Tensor:
-    """Unclipped sum of per-sample rows (a tensor or a weighted_sum object)."""
+    """Unclipped sum of public per-sample rows (no privacy at stake: no clipping).
+
+    A tensor, an object with ``plain_sum()`` (raw float32 arithmetic), or one with
+    ``weighted_sum``.
+    """
     if isinstance(per_sample, torch.Tensor):
         return per_sample.sum(0)
+    if hasattr(per_sample, "plain_sum"):
+        return per_sample.plain_sum()
     return per_sample.weighted_sum(torch.ones(batch_size, device=device))

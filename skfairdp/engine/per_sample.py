@@ -22,6 +22,15 @@ import torch
 from torch import nn
 from torch.func import functional_call, jacrev, vmap
 
+from .clipping import (
+    ScaledRows,
+    scale_rows,
+    scaled_weights,
+    split_norms,
+    tame,
+    to_finite,
+)
+
 # An objective maps (model outputs for a batch, *per-sample tensors) to a tuple
 # of K per-sample objective vectors, each of shape (B,), and a dict of per-sample
 # diagnostics (e.g. the loss) that are returned detached, without gradients.
@@ -47,6 +56,21 @@ def _linear_only(module: nn.Module) -> bool:
         if own and not isinstance(sub, nn.Linear):
             return False
     return any(isinstance(sub, nn.Linear) for sub in module.modules())
+
+
+def finite_outputs(outputs: torch.Tensor, *, traced: bool = False) -> torch.Tensor:
+    """Model outputs with every row that has a non-finite entry replaced by zeros.
+
+    A data-independent substitute (uniform probabilities), so that objectives,
+    batch statistics and dual rows built from the outputs stay finite and keep
+    their per-sample bounds whatever one row's features are; gradients still
+    flow through the finite rows. ``traced=True`` (inside ``vmap``) never branches
+    on the values.
+    """
+    finite = torch.isfinite(outputs).flatten(1).all(dim=1)
+    if not traced and bool(finite.all()):
+        return outputs
+    return torch.where(finite.view(-1, *([1] * (outputs.dim() - 1))), outputs, 0.0)
 
 
 class PerSampleGradients:
@@ -147,7 +171,7 @@ class PerSampleGradients:
             return self._linear(X, objectives, per_sample, prepare, output_gradients)
         if prepare is not None:
             with torch.no_grad():
-                per_sample = tuple(prepare(self.module(X), *per_sample))
+                per_sample = tuple(prepare(finite_outputs(self.module(X)), *per_sample))
         return self._vmap(X, objectives, per_sample)
 
     def _vmap(self, X, objectives, per_sample):
@@ -155,7 +179,9 @@ class PerSampleGradients:
         buffers = dict(self.module.named_buffers())
 
         def one(params_, x, *extra):
-            out = functional_call(self.module, (params_, buffers), (x.unsqueeze(0),))
+            out = finite_outputs(
+                functional_call(self.module, (params_, buffers), (x.unsqueeze(0),)), traced=True
+            )
             objs, diag = objectives(out, *(e.unsqueeze(0) for e in extra))
             diag = {k: v.squeeze(0) for k, v in diag.items()}
             return torch.stack([o.squeeze(0) for o in objs]), (out.squeeze(0), diag)
@@ -179,6 +205,7 @@ class PerSampleGradients:
             self._records = None
         if by_hand and self._single_layer is None:
             self._single_layer = len(records) == 1 and records[0][2] is outputs
+        outputs = finite_outputs(outputs)
         detached = outputs.detach()
         if prepare is not None:
             with torch.no_grad():
@@ -216,20 +243,14 @@ class PerSampleGradients:
         return [chunk.view_as(p) for chunk, p in zip(flat.split(self.sizes), self.params)]
 
 
-class DenseGradients:
-    """Per-sample gradients stored as a ``(B, n_params)`` matrix."""
+class DenseGradients(ScaledRows):
+    """Per-sample gradients stored as a ``(B, n_params)`` matrix.
 
-    def __init__(self, matrix: torch.Tensor):
-        self.matrix = matrix
-
-    def norms(self) -> torch.Tensor:
-        return torch.linalg.vector_norm(self.matrix, dim=1)
-
-    def weighted_sum(self, weights: torch.Tensor) -> torch.Tensor:
-        return weights @ self.matrix
-
-    def dense(self) -> torch.Tensor:
-        return self.matrix
+    Rows with a non-finite entry are zeroed, norms are float64 and huge rows are
+    kept as a power of two times a row of norm below 1 (see
+    :class:`~skfairdp.engine.clipping.ScaledRows`), so any weights ``w_i`` give
+    contributions of norm at most ``w_i * norms()[i]`` for every finite input.
+    """
 
 
 class FactoredLinearGradients:
@@ -240,6 +261,11 @@ class FactoredLinearGradients:
     ``|b_i|^2 |a_i|^2`` and a weighted sum over samples is ``(w * B)^T A``, so
     no ``(B, n_params)`` tensor is formed. Layers applied several times or to
     higher-rank input are materialised instead.
+
+    Bounded for any values: norms are computed in float64, a sample with a
+    non-finite factor counts as a zero gradient, and each factor row is stored
+    as ``2^k`` times a row of norm below 1 with ``2^k`` folded into the weights
+    in float64 (no overflow, no underflowing clip factors).
     """
 
     def __init__(self, params, factors, batch: int):
@@ -250,36 +276,79 @@ class FactoredLinearGradients:
         self.simple = len(set(map(id, layers))) == len(layers) and all(
             a.dim() == 2 for _, a, _ in factors
         )
+        self._prepared = None
 
-    def norms(self) -> torch.Tensor:
+    def _prepare(self):
+        """Float64 norms and the scaled, sanitised factors (computed once)."""
+        if self._prepared is not None:
+            return self._prepared
         if not self.simple:
-            return torch.linalg.vector_norm(self.dense(), dim=1)
+            self._prepared = ScaledRows(self._raw_dense())
+            return self._prepared
+        norms = self._float32_norms()
+        if norms.dtype == torch.float32 and tame(norms):
+            self._prepared = (norms.double(), None)
+            return self._prepared
+        sq = None
+        factor_norms = []
+        for layer, a, b in self.factors:
+            b_norm = torch.linalg.vector_norm(b, dim=1, dtype=torch.float64)
+            has_weight = layer.weight.requires_grad
+            a_norm = torch.linalg.vector_norm(a, dim=1, dtype=torch.float64) if has_weight else None
+            b_sq = b_norm.square()
+            term = b_sq * a_norm.square() if has_weight else None
+            if _has_bias(layer):
+                term = b_sq if term is None else term + b_sq
+            if term is not None:
+                sq = term if sq is None else sq + term
+            factor_norms.append((a_norm, b_norm))
+        if sq is None:
+            sq = torch.zeros(self.batch, dtype=torch.float64, device=self.params[0].device)
+        norms, _, bad = split_norms(sq.sqrt())
+        scaled = []
+        for (layer, a, b), (a_norm, b_norm) in zip(self.factors, factor_norms):
+            kb = split_norms(b_norm)[1]
+            ka = split_norms(a_norm)[1] if a_norm is not None else None
+            a_s = scale_rows(a, ka, bad) if ka is not None else None
+            scaled.append((layer, a_s, scale_rows(b, kb, bad), ka, kb))
+        self._prepared = (norms, scaled)
+        return self._prepared
+
+    def _float32_norms(self) -> torch.Tensor:
         if len(self.factors) == 1:  # the common logistic-regression case, in fewer ops
             layer, a, b = self.factors[0]
             norms = torch.linalg.vector_norm(b, dim=1)
             if layer.weight.requires_grad:
                 a_norms = torch.linalg.vector_norm(a, dim=1)
-                has_bias = layer.bias is not None and layer.bias.requires_grad
-                norms = norms * (a_norms.square_().add_(1.0).sqrt_() if has_bias else a_norms)
+                norms = norms * (
+                    a_norms.square_().add_(1.0).sqrt_() if _has_bias(layer) else a_norms
+                )
             return norms
         sq = torch.zeros(self.batch, device=self.params[0].device)
         for layer, a, b in self.factors:
             b_sq = (b * b).sum(1)
             if layer.weight.requires_grad:
                 sq = sq + b_sq * (a * a).sum(1)
-            if layer.bias is not None and layer.bias.requires_grad:
+            if _has_bias(layer):
                 sq = sq + b_sq
         return sq.sqrt()
 
-    def weighted_sum(self, weights: torch.Tensor) -> torch.Tensor:
+    def plain_sum(self) -> torch.Tensor:
+        """The unweighted, unclipped sum in float32 (public objectives only)."""
         if not self.simple:
-            return weights @ self.dense()
+            return self._raw_dense().sum(0)
+        return self._float32_weighted_sum(torch.ones(self.batch, device=self.params[0].device))
+
+    def _float32_weighted_sum(self, weights: torch.Tensor) -> torch.Tensor:
         parts = {}
         for layer, a, b in self.factors:
-            wb = b * weights.unsqueeze(1)
+            wb = b * weights.to(b.dtype).unsqueeze(1)
             parts[id(layer.weight)] = wb.T @ a
             if layer.bias is not None:
                 parts[id(layer.bias)] = wb.sum(0)
+        return self._concat(parts)
+
+    def _concat(self, parts: dict) -> torch.Tensor:
         return torch.cat(
             [
                 parts[id(p)].reshape(-1) if id(p) in parts else p.new_zeros(p.numel())
@@ -287,7 +356,59 @@ class FactoredLinearGradients:
             ]
         )
 
+    def norms(self) -> torch.Tensor:
+        """Float64 per-sample gradient norms (0 for a non-finite sample)."""
+        prepared = self._prepare()
+        return prepared.norms() if not self.simple else prepared[0]
+
+    def weighted_sum(self, weights: torch.Tensor) -> torch.Tensor:
+        prepared = self._prepare()
+        if not self.simple:
+            return prepared.weighted_sum(weights)
+        if prepared[1] is None:
+            return self._float32_weighted_sum(weights)
+        parts = {}
+        for layer, a_s, b_s, ka, kb in prepared[1]:
+            b64 = b_s.double()
+            if a_s is not None:
+                # |u_i| * |a_s,i| is row i's (bounded) contribution; u is formed in float64
+                u = b64 * scaled_weights(weights, ka + kb).unsqueeze(1)
+                parts[id(layer.weight)] = to_finite(u, b_s.dtype).T @ a_s
+            if _has_bias(layer):
+                parts[id(layer.bias)] = (scaled_weights(weights, kb) @ b64).to(b_s.dtype)
+        return self._concat(parts)
+
     def dense(self) -> torch.Tensor:
+        """The ``(B, n_params)`` per-sample gradients, non-finite samples zeroed."""
+        if not self.simple:
+            return self._prepare().dense()
+        if self._prepare()[1] is None:
+            return self._raw_dense()
+        rows = torch.ones(self.batch, dtype=torch.float64, device=self.params[0].device)
+        return self.weighted_rows(rows)
+
+    def weighted_rows(self, weights: torch.Tensor) -> torch.Tensor:
+        """``weights_i * g_i`` as a ``(B, n_params)`` matrix (simple factors, scaled path)."""
+        _, scaled = self._prepare()
+        parts: dict[int, torch.Tensor] = {}
+        for layer, a_s, b_s, ka, kb in scaled:
+            if a_s is not None:
+                w = torch.ldexp(weights.double(), (ka + kb).double()).unsqueeze(1).unsqueeze(2)
+                parts[id(layer.weight)] = (
+                    torch.einsum("bo,bi->boi", b_s.double(), a_s.double()) * w
+                ).to(b_s.dtype)
+            if _has_bias(layer):
+                w = torch.ldexp(weights.double(), kb.double()).unsqueeze(1)
+                parts[id(layer.bias)] = (b_s.double() * w).to(b_s.dtype)
+        return torch.cat(
+            [
+                parts.get(id(p), p.new_zeros((self.batch, *p.shape))).reshape(self.batch, -1)
+                for p in self.params
+            ],
+            dim=1,
+        )
+
+    def _raw_dense(self) -> torch.Tensor:
         parts: dict[int, torch.Tensor] = {}
 
         def add(param, grad):
@@ -304,3 +425,7 @@ class FactoredLinearGradients:
             ],
             dim=1,
         )
+
+
+def _has_bias(layer: nn.Linear) -> bool:
+    return layer.bias is not None and layer.bias.requires_grad
