@@ -9,9 +9,9 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from ._validation import HiddenLayerSizes, TorchDevice, check_X, check_y, densify
 from .nn import build_module
 from .privacy.accountant import ACCOUNTANTS, PRIVACY_UNITS
 
@@ -42,12 +42,12 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
         "iterate": [StrOptions({"last", "random"})],
         "module": [None, type, HasMethods(["forward"])],
-        "hidden_layer_sizes": ["array-like"],
+        "hidden_layer_sizes": [HiddenLayerSizes()],
         "optimizer": [type],
         "callbacks": [None, list, tuple],
         "random_state": ["random_state"],
         "secure_mode": ["boolean"],
-        "device": [str, torch.device],
+        "device": [TorchDevice()],
         "verbose": ["verbose"],
     }
 
@@ -82,8 +82,23 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
 
     # -- validation ---------------------------------------------------------
     def _validate_X_y(self, X, y):
-        X, y = validate_data(self, X, y, dtype=np.float32, ensure_min_samples=2, y_numeric=False)
-        check_classification_targets(y)
+        """Validate the training data; set ``n_features_in_`` and ``classes_``.
+
+        ``X`` may be a scipy.sparse matrix/array (e.g. a ``ColumnTransformer``
+        with ``OneHotEncoder``): it is validated as sparse (NaN/inf among its
+        stored values are rejected) and then densified once, so the returned
+        ``X`` is always a dense float32 ndarray of shape (n_samples, n_features)
+        (mind the memory of wide one-hot encodings). Errors name ``X`` or ``y``.
+
+        Returns
+        -------
+        X : ndarray of float32
+        y_enc : ndarray of int64
+            Class indices into ``classes_``.
+        """
+        X = check_X(self, X, reset=True, ensure_min_samples=2)
+        y = check_y(self, y, X.shape[0])
+        X = densify(X)
         encoder = LabelEncoder().fit(y)
         self.classes_ = encoder.classes_
         if len(self.classes_) < 2:
@@ -115,13 +130,15 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
     # -- prediction ---------------------------------------------------------
     def _logits(self, X) -> np.ndarray:
         check_is_fitted(self, "module_")
-        X = validate_data(self, X, dtype=np.float32, reset=False)
+        X = check_X(self, X, reset=False)  # sparse stays sparse: densified chunk by chunk
+        if not isinstance(X, np.ndarray):
+            X = X.tocsr()  # row slices
         device = next(self.module_.parameters()).device
         self.module_.eval()
         chunks = []
         with torch.no_grad():
             for start in range(0, X.shape[0], _PREDICT_CHUNK):
-                xb = torch.from_numpy(np.ascontiguousarray(X[start : start + _PREDICT_CHUNK]))
+                xb = torch.from_numpy(densify(X[start : start + _PREDICT_CHUNK]))
                 chunks.append(self.module_(xb.to(device)).double().cpu().numpy())
         if not chunks:
             return np.empty((0, len(self.classes_)))
@@ -148,6 +165,7 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = True
         tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = True  # accepted and densified (see _validate_X_y)
         tags.non_deterministic = bool(getattr(self, "secure_mode", False))
         return tags
 

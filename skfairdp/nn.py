@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 from torch import nn
 
+from ._validation import check_hidden_layer_sizes
+
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "logistic": nn.Sigmoid, "identity": nn.Identity}
 
 
@@ -24,7 +26,8 @@ class MLPModule(nn.Module):
     n_outputs : int
         Number of logits.
     hidden_layer_sizes : sequence of int
-        Widths of hidden layers.
+        Widths of hidden layers (positive ints; a ValueError names the parameter
+        otherwise).
     activation : {"relu", "tanh", "logistic", "identity"}
         Hidden activation.
     """
@@ -39,7 +42,7 @@ class MLPModule(nn.Module):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
-        widths = [int(n_features), *map(int, hidden_layer_sizes)]
+        widths = [int(n_features), *check_hidden_layer_sizes(hidden_layer_sizes)]
         layers: list[nn.Module] = []
         for width_in, width_out in zip(widths[:-1], widths[1:]):
             layers += [nn.Linear(width_in, width_out), ACTIVATIONS[activation]()]

@@ -181,7 +181,8 @@ def test_fairlens_warns_and_validates():
 # ---------------------------------------------------------------------------
 def _first_column_groups(X):
     try:
-        column = check_array(X, dtype=np.float64)[:, 0]
+        column = check_array(X, dtype=np.float64, accept_sparse="csc")[:, [0]]
+        column = np.asarray(column.todense() if hasattr(column, "todense") else column).ravel()
     except Exception:  # let the estimator's own validation report it
         return None
     rank = np.argsort(np.argsort(column, kind="stable"), kind="stable")

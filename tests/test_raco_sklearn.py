@@ -19,7 +19,9 @@ class FirstColumnGroupsRaCO(RaCODPClassifier):
     def fit(self, X, y, *, sensitive_features=None):
         if sensitive_features is None:
             try:
-                column = check_array(X, dtype=np.float64)[:, 0]
+                column = check_array(X, dtype=np.float64, accept_sparse="csc")[:, [0]]
+                column = np.asarray(column.todense() if hasattr(column, "todense") else column)
+                column = column.ravel()
             except Exception:
                 column = None
             if column is not None:

@@ -35,7 +35,9 @@ class FirstColumnGroups(DPFermiClassifier):
     def fit(self, X, y, *, sensitive_features=None):
         if sensitive_features is None:
             try:
-                column = check_array(X, dtype=np.float64)[:, 0]
+                column = check_array(X, dtype=np.float64, accept_sparse="csc")[:, [0]]
+                column = np.asarray(column.todense() if hasattr(column, "todense") else column)
+                column = column.ravel()
             except Exception:  # let DPFermiClassifier's own validation report it
                 column = None
             if column is not None:

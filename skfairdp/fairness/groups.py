@@ -123,6 +123,15 @@ def _as_columns(sensitive_features: Any) -> tuple[list[str], list[np.ndarray], b
                 f"{_ARG} given as a list must hold scalars (one attribute) or rows of "
                 "equal length (several attributes); got rows of unequal length."
             )
+    if array.ndim == 0:  # a set, generator, scipy.sparse matrix, ... (not a sequence of rows)
+        hint = (
+            " Convert it with .toarray() first." if hasattr(sensitive_features, "toarray") else ""
+        )
+        raise ValueError(
+            f"{_ARG} must be array-like of shape (n_samples,) or (n_samples, n_attributes) "
+            "(a list, numpy array, pandas Series/DataFrame or dict of columns); got a "
+            f"{type(sensitive_features).__name__}.{hint}"
+        )
     if array.ndim == 1:
         return [_default_name(0)], [array], False
     if array.ndim == 2:
