@@ -296,7 +296,12 @@ def test_empty_batches_still_release_the_count_and_move_z():
 def test_non_private_fit():
     X, y, _ = make_biased_data(n=200, seed=0)
     est = GlobalScalingDPClassifier(
-        epsilon=np.inf, hidden_layer_sizes=(8,), max_epochs=10, batch_size=20, lr=0.5
+        epsilon=np.inf,
+        hidden_layer_sizes=(8,),
+        max_epochs=10,
+        batch_size=20,
+        lr=0.5,
+        random_state=0,
     ).fit(X, y)
     assert est.privacy_spent_ == (math.inf, 0.0)
     assert isinstance(est.dp_event_, dp_accounting.NonPrivateDpEvent)

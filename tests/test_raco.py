@@ -11,6 +11,7 @@ import sklearn
 import torch
 from conftest import make_biased_data, make_tradeoff_data
 from dp_accounting.pld import PLDAccountant
+from scipy import stats
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
@@ -279,7 +280,11 @@ def test_non_private_unconstrained_equals_plain_sgd(small_data):
 def test_fnr_constraint_needs_no_groups(small_data):
     X, y, _ = small_data
     est = RaCODPClassifier(
-        constraints=FalseNegativeRate(0.1), epsilon=np.inf, max_epochs=5, batch_size=20
+        constraints=FalseNegativeRate(0.1),
+        epsilon=np.inf,
+        max_epochs=5,
+        batch_size=20,
+        random_state=0,
     ).fit(X, y)
     assert est.group_encoder_ is None and est.constraint_names_ == ["FNR[y=1]"]
     pred = est.predict(X)
@@ -496,13 +501,43 @@ def test_clipping_bias_small_norm_misses_a_strict_constraint():
     assert fnr_after(20.0) < 0.05
 
 
+def _laplace_rate(a):
+    """Chernoff rate of the mean of Laplace(0, 1) draws: sup_s a s + log(1 - s^2)."""
+    s = (math.sqrt(1.0 + a * a) - 1.0) / a  # the maximiser, |s| < 1
+    return a * s + math.log1p(-s * s)
+
+
 def test_laplace_noise_distribution_and_secure_mode(small_data):
-    scale = 3.0
+    """laplace_noise draws iid Laplace(0, b), seeded or from the CSPRNG (unseeded).
+
+    N = 10^5 draws of x / b per source, four checks; each fails a correct
+    implementation with probability < 1e-6, so the secure source fails by chance
+    with probability < 4e-6 (the seeded one is deterministic):
+
+    - scale: |x| / b ~ Exp(1), so sum |x| / b ~ Gamma(N, 1); exact 1e-6 quantiles give
+      a band of +-1.6% on b: a scale 20% off (or halved) fails with certainty.
+    - symmetry: #{x > 0} ~ Binomial(N, 1/2), exact 1e-6 quantiles (+-0.8%).
+    - mean: Chernoff, P(|mean(x / b)| >= a) <= 2 exp(-N I(a)) with the Laplace log-mgf
+      -log(1 - s^2); a = 0.025 gives 3e-7.
+    - second moment: x^2 / b^2 = E^2, E ~ Exp(1) (mean 2, variance 20). P(max E > 40)
+      <= N e^-40 < 1e-12; below that E^2 <= 1600 and Bernstein gives
+      P(|mean - 2| >= 0.3) <= 2 exp(-N 0.3^2 / 2 / (20 + 1600 * 0.3 / 3)) < 1e-10. The
+      band [1.7, 2.3] excludes a Gaussian with the same E|x| (pi / 2 = 1.57).
+    """
+    scale, n, alpha = 3.0, 100_000, 1e-6
+    gamma_lo, gamma_hi = stats.gamma(n).ppf([alpha / 2, 1 - alpha / 2])
+    sign_lo, sign_hi = stats.binom(n, 0.5).ppf([alpha / 2, 1 - alpha / 2])
+    assert 2 * math.exp(-n * _laplace_rate(0.025)) < alpha
+    assert 2 * math.exp(-n * 0.3**2 / 2 / (20 + 1600 * 0.3 / 3)) < 1e-10
+    assert n * math.exp(-40) < 1e-12
     for source in (RandomSource(0), RandomSource(secure_mode=True)):
-        noise = raco.laplace_noise(source, (200, 100), scale, "cpu").double()
-        assert noise.mean().item() == pytest.approx(0.0, abs=0.05)
-        assert noise.abs().mean().item() == pytest.approx(scale, rel=0.03)
-        assert noise.var().item() == pytest.approx(2 * scale**2, rel=0.06)
+        noise = raco.laplace_noise(source, (500, 200), scale, "cpu")
+        assert noise.shape == (500, 200) and noise.dtype == torch.float32
+        x = noise.double().ravel().numpy() / scale
+        assert gamma_lo <= np.abs(x).sum() <= gamma_hi
+        assert sign_lo <= np.sum(x > 0) <= sign_hi
+        assert abs(x.mean()) < 0.025
+        assert 1.7 <= np.mean(x**2) <= 2.3
     X, y, s = small_data
     est = RaCODPClassifier(
         epsilon=4.0, histogram_noise="laplace", secure_mode=True, batch_size=50, max_epochs=1
