@@ -206,6 +206,7 @@ class NoisySGDClassifierBase(PrivateClassifierBase):
             callbacks=list(getattr(self, "callbacks", None) or ()),
             net=self,
             verbose=self.verbose,
+            record_diagnostics=self._record_diagnostics(),
         )
         self.module_.eval()
         self.n_steps_ = result.steps

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -11,11 +13,32 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ._degenerate import warn_if_degenerate
+from ._threads import torch_threads
 from ._validation import HiddenLayerSizes, TorchDevice, check_X, check_y, densify
 from .nn import build_module
 from .privacy.accountant import ACCOUNTANTS, PRIVACY_UNITS
 
 _PREFIXES = ("module__", "optimizer__")
+
+
+class PrivateDiagnosticsWarning(UserWarning):
+    """A fit records diagnostics computed on raw training data (not private)."""
+
+
+def private_fit(fit):
+    """Decorator of estimators' ``fit``: torch threads from ``n_jobs``, degenerate-model check."""
+
+    @functools.wraps(fit)
+    def wrapper(self, X, y, *args, **kwargs):
+        with torch_threads(getattr(self, "n_jobs", None)):
+            result = fit(self, X, y, *args, **kwargs)
+            warn_if_degenerate(self, X, y)
+        return result
+
+    return wrapper
+
+
 _PREDICT_CHUNK = 65536
 
 
@@ -49,6 +72,12 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
         "secure_mode": ["boolean"],
         "device": [TorchDevice()],
         "verbose": ["verbose"],
+        "n_jobs": [
+            None,
+            Interval(Integral, None, -1, closed="right"),
+            Interval(Integral, 1, None, closed="left"),
+        ],
+        "record_private_diagnostics": ["boolean"],
     }
 
     # -- skorch-style prefixed parameters ---------------------------------
@@ -168,6 +197,21 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True  # accepted and densified (see _validate_X_y)
         tags.non_deterministic = bool(getattr(self, "secure_mode", False))
         return tags
+
+    # -- what every fit does around the algorithm ----------------------------
+    def _record_diagnostics(self) -> bool:
+        """Whether to put raw training diagnostics in ``history_`` (warns: not private)."""
+        record = bool(getattr(self, "record_private_diagnostics", False))
+        if record:
+            warnings.warn(
+                f"{type(self).__name__}(record_private_diagnostics=True): history_ will hold "
+                "the exact training loss (and other objective terms) computed on raw training "
+                "batches. They are NOT covered by privacy_spent_; do not publish or ship this "
+                "model (pickle it only without history_).",
+                PrivateDiagnosticsWarning,
+                stacklevel=3,
+            )
+        return record
 
     @property
     def history(self):

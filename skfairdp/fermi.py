@@ -19,7 +19,7 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import ermi
-from .base import PrivateClassifierBase
+from .base import PrivateClassifierBase, private_fit
 from .engine import NoiseConfig, train
 from .fairness import check_min_group_fraction, encode_sensitive_features
 from .privacy import (
@@ -33,6 +33,8 @@ from .privacy import (
     resolve_delta,
     sampled_gaussian_steps_event,
 )
+from .privacy.accountant import PLD_DISCRETIZATION, resolve_accountant
+from .privacy.analytic import gaussian_noise_multiplier
 from .privacy.closed_form import theorem_3_3_preconditions, theorem_3_3_sigmas
 from .privacy.events import compose
 
@@ -242,6 +244,13 @@ class DPFermiClassifier(PrivateClassifierBase):
         Draw sampling and noise from the OS CSPRNG.
     device : str, default="cpu"
         Torch device.
+    n_jobs : int or None, default=None
+        torch intra-op threads during ``fit`` (restored after): ``None`` is 1,
+        the fastest for small tabular models; ``-1`` uses all CPUs.
+    record_private_diagnostics : bool, default=False
+        Also record the exact per-epoch training loss (and objective terms) in
+        ``history_``. Computed on raw training data and NOT private: it warns,
+        and the model should then not be shipped with its history.
     verbose : int, default=0
         1: progress bar over epochs; 2: also over steps.
     **kwargs
@@ -316,6 +325,8 @@ class DPFermiClassifier(PrivateClassifierBase):
         random_state=None,
         secure_mode: bool = False,
         device="cpu",
+        n_jobs=None,
+        record_private_diagnostics: bool = False,
         verbose: int = 0,
         **kwargs,
     ):
@@ -343,9 +354,12 @@ class DPFermiClassifier(PrivateClassifierBase):
         self.random_state = random_state
         self.secure_mode = secure_mode
         self.device = device
+        self.n_jobs = n_jobs
+        self.record_private_diagnostics = record_private_diagnostics
         self.verbose = verbose
         self._store_prefixed(kwargs)
 
+    @private_fit
     def fit(self, X, y, *, sensitive_features=None):
         """Fit the model.
 
@@ -407,9 +421,12 @@ class DPFermiClassifier(PrivateClassifierBase):
         account = {"accountant": self.accountant, "privacy_unit": self.privacy_unit}
         hist_z = math.inf
         if private and releases_histogram:
+            # Sized by the exact Gaussian curve, which reaches any epsilon > 0 (an RDP
+            # conversion bottoms out near 0.006); the whole event is accounted below.
+            # Under "sensitive", PLD's replace-one Gaussian is a shift of 2 per unit.
             share = GROUP_PRIOR_BUDGET_SHARE
-            hist_z = calibrate_noise_multiplier(
-                share * self.epsilon, share * delta, gaussian_release_event, **account
+            hist_z = gaussian_noise_multiplier(
+                share * self.epsilon, share * delta, sensitivity=2.0 if sensitive_unit else 1.0
             )
         hist_event = gaussian_release_event(hist_z) if private and releases_histogram else None
 
@@ -428,11 +445,17 @@ class DPFermiClassifier(PrivateClassifierBase):
             except ValueError as exc:
                 if not (private and releases_priors):
                     raise
-                raise ValueError(
+                # A noisy estimate below rho is clamped at rho like every prior (the
+                # sensitivity bounds use the clamped values), so privacy is intact; only
+                # the fairness weighting of that group is off, which the user can fix.
+                warnings.warn(
                     f"{exc} These fractions come from a noisy histogram (noise multiplier "
-                    f"{hist_z:.3g}, {GROUP_PRIOR_BUDGET_SHARE:.0%} of epsilon) of n={n} rows; "
-                    "pass public group_priors=... or use a larger epsilon."
-                ) from exc
+                    f"{hist_z:.3g}, {GROUP_PRIOR_BUDGET_SHARE:.0%} of epsilon) of n={n} rows "
+                    f"and were clamped at rho={rho:g}; for an accurate fairness weighting "
+                    "pass public group_priors=... or use a larger epsilon.",
+                    UserWarning,
+                    stacklevel=3,
+                )
         pinv = torch.as_tensor(np.maximum(priors, rho), dtype=torch.float32).rsqrt().to(device)
         # ||W*[b]||_F <= sqrt(l) * max_r pinv[b, r] for every theta (pinv is public:
         # released noisily or given), and <= sqrt(l / rho) since priors are clamped at rho.
@@ -506,6 +529,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             callbacks=list(self.callbacks or ()),
             net=self,
             verbose=self.verbose,
+            record_diagnostics=self._record_diagnostics(),
         )
         self.module_.eval()
         self.W_ = problem.W.cpu().numpy()
@@ -652,7 +676,20 @@ class DPFermiClassifier(PrivateClassifierBase):
         def event(z_eff):
             return _fit_event(hist_event, z_eff, sampling_rate, steps)
 
-        z_eff = calibrate_noise_multiplier(self.epsilon, delta, event, **account)
+        try:
+            z_eff = calibrate_noise_multiplier(self.epsilon, delta, event, **account)
+        except ValueError as exc:
+            hist = (
+                f" after the one-off group histogram ({GROUP_PRIOR_BUDGET_SHARE:.0%} of "
+                "epsilon; public group_priors=... remove it)"
+                if hist_event is not None
+                else ""
+            )
+            raise ValueError(
+                f"epsilon={self.epsilon:g} at delta={delta:g} cannot be met by the {steps} "
+                f"per-step gradient releases (sampling rate {sampling_rate:.3g}){hist}: {exc}. "
+                f"Raise epsilon or delta, or lower max_epochs; {_accountant_hint(account)}."
+            ) from exc
         if not has_private_primal:
             return math.inf, z_eff
         z_theta = z_eff * spread
@@ -691,6 +728,15 @@ class DPFermiClassifier(PrivateClassifierBase):
         z_theta = theta_std / self.max_grad_norm if theta_std > 0 else math.inf
         z_w = (lam * sigmas.sigma_w * m) / dual_clip if has_dual else math.inf
         return z_theta, z_w
+
+
+def _accountant_hint(account: dict) -> str:
+    if resolve_accountant(**account) == "rdp":
+        return "or use accountant='pld', tighter for small epsilon"
+    return (
+        f"the PLD accountant's discretisation ({PLD_DISCRETIZATION:g}) floors the epsilon it "
+        "can certify near that value"
+    )
 
 
 def _fit_event(hist_event, noise_multiplier, sampling_rate, steps):

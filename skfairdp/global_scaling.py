@@ -30,6 +30,7 @@ from sklearn.utils import metadata_routing
 from sklearn.utils._param_validation import StrOptions
 
 from ._dpsgd import NON_NEGATIVE, POSITIVE, NoisySGDClassifierBase
+from .base import private_fit
 
 VARIANTS = ("adapt", "global", "clip")
 _TINY = 1e-12
@@ -227,6 +228,13 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
     secure_mode : bool, default=False
         Draw sampling and noise from the OS CSPRNG.
     device : str, default="cpu"
+    n_jobs : int or None, default=None
+        torch intra-op threads during ``fit`` (restored after): ``None`` is 1,
+        the fastest for small tabular models; ``-1`` uses all CPUs.
+    record_private_diagnostics : bool, default=False
+        Also record the exact per-epoch training loss (and objective terms) in
+        ``history_``. Computed on raw training data and NOT private: it warns,
+        and the model should then not be shipped with its history.
     verbose : int, default=0
     **kwargs
         ``module__*`` and ``optimizer__*`` parameters.
@@ -296,6 +304,8 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
         random_state=None,
         secure_mode: bool = False,
         device="cpu",
+        n_jobs=None,
+        record_private_diagnostics: bool = False,
         verbose: int = 0,
         **kwargs,
     ):
@@ -321,9 +331,12 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
         self.random_state = random_state
         self.secure_mode = secure_mode
         self.device = device
+        self.n_jobs = n_jobs
+        self.record_private_diagnostics = record_private_diagnostics
         self.verbose = verbose
         self._store_prefixed(kwargs)
 
+    @private_fit
     def fit(self, X, y):
         """Fit the model (no group labels: every row is treated alike).
 

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from .base import PrivateClassifierBase
+from .base import PrivateClassifierBase, private_fit
 from .engine import NoiseConfig, train
 from .fairness import encode_sensitive_features
 from .fairness.rates import CONSTRAINT_NAMES, compile_rate_constraints, resolve_constraints
@@ -306,7 +306,8 @@ class RaCODPClassifier(PrivateClassifierBase):
     max_epochs : int, default=30
         Number of expected passes.
     module, hidden_layer_sizes, optimizer, sensitive_values, callbacks,
-    random_state, secure_mode, device, verbose, **kwargs
+    random_state, secure_mode, device, n_jobs,
+    record_private_diagnostics, verbose, **kwargs
         As in :class:`~skfairdp.DPFermiClassifier`.
 
     Attributes
@@ -386,6 +387,8 @@ class RaCODPClassifier(PrivateClassifierBase):
         random_state=None,
         secure_mode: bool = False,
         device="cpu",
+        n_jobs=None,
+        record_private_diagnostics: bool = False,
         verbose: int = 0,
         **kwargs,
     ):
@@ -413,10 +416,13 @@ class RaCODPClassifier(PrivateClassifierBase):
         self.random_state = random_state
         self.secure_mode = secure_mode
         self.device = device
+        self.n_jobs = n_jobs
+        self.record_private_diagnostics = record_private_diagnostics
         self.verbose = verbose
         self._store_prefixed(kwargs)
 
     # -- fit ------------------------------------------------------------------
+    @private_fit
     def fit(self, X, y, *, sensitive_features=None):
         """Fit the model.
 
@@ -532,6 +538,7 @@ class RaCODPClassifier(PrivateClassifierBase):
             callbacks=list(self.callbacks or ()),
             net=self,
             verbose=self.verbose,
+            record_diagnostics=self._record_diagnostics(),
         )
         self.module_.eval()
         self.lambda_ = problem.lam.cpu().numpy().astype(float)

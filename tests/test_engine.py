@@ -297,7 +297,8 @@ def test_non_private_loop_is_minibatch_sgd():
     assert result.steps == 3 and result.epochs == 1 and not result.stopped_early
     for p, q in zip(module.parameters(), reference.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
-    assert {"loss", "steps", "epoch", "dur"} <= set(result.history[-1])
+    assert {"steps", "epoch", "dur"} <= set(result.history[-1])
+    assert "loss" not in result.history[-1]  # raw diagnostics are opt-in
 
 
 def test_private_loop_divides_by_expected_batch_size():

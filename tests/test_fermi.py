@@ -159,8 +159,9 @@ def test_privacy_spent_within_target_and_recomputable(biased_data, params):
     # per-epoch epsilons grow to the final one
     eps = [row["epsilon"] for row in est.history_]
     assert len(eps) == 3 and eps == sorted(eps) and eps[-1] == est.privacy_spent_.epsilon
-    for key in ("loss", "psi", "steps", "dur"):
+    for key in ("steps", "dur"):
         assert all(key in row for row in est.history_)
+    assert not any({"loss", "psi"} & set(row) for row in est.history_)  # not private
 
 
 def test_joint_multiplier_and_noise_ratio(biased_data):
@@ -247,10 +248,11 @@ def test_joint_groups_stable_between_fit_and_later_calls():
     assert est.predict(X).shape == (n,)
 
 
-def test_noisy_prior_failure_suggests_public_priors(small_data):
+def test_noisy_prior_below_rho_is_clamped_and_suggests_public_priors(small_data):
     X, y, s = small_data  # n = 100: 5% of epsilon = 0.1 cannot estimate p_S well
-    with pytest.raises(ValueError, match="rho=0.05.*noisy histogram.*group_priors"):
-        _fit(X, y, s, epsilon=0.1)
+    with pytest.warns(UserWarning, match="rho=0.05.*noisy histogram.*clamped.*group_priors"):
+        est = _fit(X, y, s, epsilon=0.1)
+    assert est.privacy_spent_.epsilon <= 0.1 + 1e-9
 
 
 def test_fairness_weight_zero_needs_no_groups(small_data):
@@ -408,7 +410,8 @@ def test_skorch_epoch_timer_callback(small_data):
 
 def test_history_per_epoch(small_data):
     X, y, s = small_data
-    est = _fit(X, y, s, epsilon=np.inf, max_epochs=3)
+    with pytest.warns(UserWarning, match="NOT covered"):
+        est = _fit(X, y, s, epsilon=np.inf, max_epochs=3, record_private_diagnostics=True)
     assert len(est.history_) == 3 and est.history is est.history_
     for row in est.history_:
         assert {"loss", "psi", "epsilon", "steps"} <= set(row)

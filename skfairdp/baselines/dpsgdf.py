@@ -20,6 +20,7 @@ import torch
 from sklearn.utils._param_validation import StrOptions
 
 from .._dpsgd import POSITIVE, NoisySGDClassifierBase
+from ..base import private_fit
 from ..fairness import encode_sensitive_features
 
 
@@ -124,7 +125,8 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
     sensitive_values : None or list, default=None
         Public domain of the sensitive feature(s) (so that which groups exist is
         not learned from the private data).
-    optimizer, callbacks, random_state, secure_mode, device, verbose, **kwargs
+    optimizer, callbacks, random_state, secure_mode, device, n_jobs,
+    record_private_diagnostics, verbose, **kwargs
         As :class:`~skfairdp.GlobalScalingDPClassifier`.
 
     Attributes
@@ -164,6 +166,8 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
         random_state=None,
         secure_mode: bool = False,
         device="cpu",
+        n_jobs=None,
+        record_private_diagnostics: bool = False,
         verbose: int = 0,
         **kwargs,
     ):
@@ -184,9 +188,12 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
         self.random_state = random_state
         self.secure_mode = secure_mode
         self.device = device
+        self.n_jobs = n_jobs
+        self.record_private_diagnostics = record_private_diagnostics
         self.verbose = verbose
         self._store_prefixed(kwargs)
 
+    @private_fit
     def fit(self, X, y, *, sensitive_features=None):
         """Fit the model.
 

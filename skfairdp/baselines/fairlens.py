@@ -34,6 +34,7 @@ from sklearn.utils._param_validation import Interval
 from torch.func import functional_call, grad, vmap
 
 from .._dpsgd import NoisySGDClassifierBase
+from ..base import private_fit
 from ..engine import clipped_sum
 from ..engine.per_sample import finite_outputs
 from ..fairness import encode_sensitive_features
@@ -138,7 +139,8 @@ class FairLensClassifier(NoisySGDClassifierBase):
         Weight of ``R2`` (paper: ``lambda_2 = 1``).
     epsilon, delta, max_grad_norm, lr, batch_size, max_epochs, module,
     hidden_layer_sizes, activation, sensitive_values, optimizer, callbacks,
-    random_state, secure_mode, device, verbose, **kwargs
+    random_state, secure_mode, device, n_jobs,
+    record_private_diagnostics, verbose, **kwargs
         As :class:`~skfairdp.baselines.DPSGDFClassifier` (``lr`` default 0.01,
         the paper's).
 
@@ -174,6 +176,8 @@ class FairLensClassifier(NoisySGDClassifierBase):
         random_state=None,
         secure_mode: bool = False,
         device="cpu",
+        n_jobs=None,
+        record_private_diagnostics: bool = False,
         verbose: int = 0,
         **kwargs,
     ):
@@ -194,9 +198,12 @@ class FairLensClassifier(NoisySGDClassifierBase):
         self.random_state = random_state
         self.secure_mode = secure_mode
         self.device = device
+        self.n_jobs = n_jobs
+        self.record_private_diagnostics = record_private_diagnostics
         self.verbose = verbose
         self._store_prefixed(kwargs)
 
+    @private_fit
     def fit(self, X, y, *, sensitive_features=None):
         """Fit the model.
 

@@ -60,6 +60,7 @@ def train(
     net=None,
     verbose: int = 0,
     per_sample_strategy: str = "auto",
+    record_diagnostics: bool = False,
 ) -> TrainingResult:
     """Run noisy simultaneous gradient descent-ascent.
 
@@ -101,6 +102,11 @@ def train(
         0 silent, 1 a progress bar over epochs, 2 also one over each epoch's steps.
     per_sample_strategy : str
         See :class:`PerSampleGradients`.
+    record_diagnostics : bool
+        Average the objective's per-sample diagnostics (e.g. the exact training
+        loss) per epoch into the history. They are computed on raw training
+        batches and are NOT private, so the default keeps them out: the history
+        then holds only ``epoch``, ``steps`` and ``dur``.
     """
     device = X.device
     grads_of = PerSampleGradients(module, per_sample_strategy)
@@ -145,8 +151,9 @@ def train(
                     random,
                     m,
                 )
-                for key, value in metrics.items():
-                    diagnostics.setdefault(key, []).append(value)
+                if record_diagnostics:
+                    for key, value in metrics.items():
+                        diagnostics.setdefault(key, []).append(value)
                 n_seen += len(idx)
                 result.steps += 1
                 if result.steps == snapshot_step:

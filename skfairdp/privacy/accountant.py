@@ -14,9 +14,11 @@ Two neighbouring relations are supported, named by ``privacy_unit``:
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import dp_accounting
@@ -31,6 +33,24 @@ PRIVACY_UNITS = ("record", "sensitive")
 ACCOUNTANTS = ("auto", "rdp", "pld")
 # Pessimistic discretisation: reported epsilons are upper bounds.
 PLD_DISCRETIZATION = 1e-3
+
+
+@contextlib.contextmanager
+def quiet_accounting() -> Iterator[None]:
+    """Silence dp-accounting's absl *warnings* (not errors) for the block.
+
+    Its RDP accountant logs "failed to converge ... Excluding this order" for
+    some (q, sigma, order) and then drops that order, which is sound (epsilon
+    stays an upper bound) but floods stderr on every fit. Errors still show.
+    """
+    logger = logging.getLogger("absl")
+    before = logger.level
+    if before < logging.ERROR:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
 
 
 class PrivacySpent(NamedTuple):
@@ -87,6 +107,11 @@ def epsilon_spent(
     A :class:`~dp_accounting.NonPrivateDpEvent` anywhere gives ``(inf, 0.0)``;
     an event that released nothing private gives ``(0.0, 0.0)``.
     """
+    with quiet_accounting():
+        return _epsilon_spent(event, delta, accountant=accountant, privacy_unit=privacy_unit)
+
+
+def _epsilon_spent(event, delta, *, accountant, privacy_unit) -> PrivacySpent:
     if _contains(event, dp_accounting.NonPrivateDpEvent):
         return PrivacySpent(math.inf, 0.0)
     if isinstance(event, dp_accounting.NoOpDpEvent):
@@ -192,8 +217,13 @@ def calibrate_noise_multiplier(
     while spent(hi) > target_epsilon:
         lo, hi = hi, hi * 2.0
         if hi > 1e6:
+            floor = spent(hi)
             raise ValueError(
-                f"no noise multiplier reaches epsilon={target_epsilon} at delta={delta}"
+                f"no noise multiplier reaches epsilon={target_epsilon:g} at delta={delta:g}: "
+                f"even noise multiplier {hi:.3g} spends epsilon={floor:.4g} under the "
+                f"{resolve_accountant(accountant, privacy_unit)} accountant (its conversion "
+                "from the accountant's curve to (epsilon, delta) has that floor, or another "
+                "release in the event already spends more)"
             )
     while hi - lo > tol * hi:
         mid = 0.5 * (lo + hi)

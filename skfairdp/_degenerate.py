@@ -1,0 +1,51 @@
+"""A warning when a fit ends in a model no better than a constant.
+
+Seen with very large fairness weights, huge learning rates or noise that
+drowns the signal: the model predicts one class everywhere, or is less accurate
+on its own training data than always predicting the majority class. The check
+reads the training data, so it is not private: it only warns whoever runs
+``fit`` (who holds the data) and stores nothing in the fitted model.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+
+class DegenerateModelWarning(UserWarning):
+    """The fitted model predicts a single class or is worse than the majority rate."""
+
+
+def warn_if_degenerate(estimator, X, y) -> None:
+    """Warn (:class:`DegenerateModelWarning`) with the likely cause if the fit is degenerate."""
+    y = np.asarray(y)
+    if y.ndim != 1 or len(y) == 0 or not hasattr(estimator, "module_"):
+        return
+    predicted = estimator.predict(X)
+    accuracy = float(np.mean(predicted == y))
+    _, counts = np.unique(y, return_counts=True)
+    majority = counts.max() / counts.sum()
+    single = len(np.unique(predicted)) == 1
+    if not single and accuracy >= majority:
+        return
+    what = (
+        f"predicts the single class {predicted[0].item()!r} for every training row"
+        if single
+        else f"has training accuracy {accuracy:.3f}, below the majority-class rate {majority:.3f}"
+    )
+    causes = ["a learning rate too large for the noise (lower lr)"]
+    if float(getattr(estimator, "fairness_weight", 0) or 0) > 0:
+        causes.insert(0, "a fairness weight so large that a constant predictor wins")
+    if np.isfinite(float(getattr(estimator, "epsilon", np.inf))):
+        causes.append("noise that drowns the signal (larger epsilon, batch_size or more data)")
+    causes.append("too few epochs (max_epochs)")
+    warnings.warn(
+        f"{type(estimator).__name__}: the fitted model {what}. Likely causes: "
+        + "; ".join(causes)
+        + ". (This check reads the training data; it is not part of the privacy guarantee "
+        "and nothing of it is stored in the model.)",
+        DegenerateModelWarning,
+        stacklevel=3,
+    )
