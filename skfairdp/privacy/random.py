@@ -36,6 +36,7 @@ class RandomSource:
             self.noise_generator = None
             return
         self.seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+        self._children = np.random.SeedSequence(self.seed)
         self.cpu_generator = torch.Generator().manual_seed(self.seed)
         if self.device.type == "cpu":
             self.noise_generator = self.cpu_generator
@@ -68,6 +69,33 @@ class RandomSource:
             return torch.from_numpy(z[:size] * std).to(self.device, dtype).reshape(shape)
         noise = torch.empty(shape, device=self.device, dtype=dtype)
         return noise.normal_(0.0, std, generator=self.noise_generator)
+
+    def spawn(self) -> RandomSource:
+        """An independent child source (same mode and device).
+
+        For a meta-estimator that fits an oracle many times under one
+        ``random_state``: each call gives a stream independent of the parent's and
+        of every other child's (numpy ``SeedSequence`` spawning), so T oracle fits
+        draw T independent batch sequences and noise, instead of cloning one seed
+        and repeating the same noise T times. In ``secure_mode`` the child draws
+        from the OS CSPRNG too.
+        """
+        if self.secure_mode:
+            return RandomSource(secure_mode=True, device=self.device)
+        (child,) = self._children.spawn(1)
+        seed = int(child.generate_state(1, dtype=np.uint32)[0] % np.iinfo(np.int32).max)
+        return RandomSource(seed, device=self.device)
+
+    def estimator_params(self) -> dict:
+        """``{"random_state": ..., "secure_mode": ...}`` for an estimator seeded from this source.
+
+        ``estimator.set_params(**source.spawn().estimator_params())`` gives an oracle a
+        stream determined by (and independent like) the child: seeded from the child's
+        seed, or ``secure_mode=True`` when the source is secure.
+        """
+        if self.secure_mode:
+            return {"random_state": None, "secure_mode": True}
+        return {"random_state": self.seed, "secure_mode": False}
 
     def torch_seed(self) -> int:
         """A seed for torch's global RNG (module initialisation)."""
