@@ -1,4 +1,4 @@
-"""Accountant facade: event -> epsilon, and target epsilon -> noise multiplier.
+"""Accountant facade: event -> epsilon (calibration: :mod:`skfairdp.privacy.calibration`).
 
 Two neighbouring relations are supported, named by ``privacy_unit``:
 
@@ -18,7 +18,7 @@ import contextlib
 import functools
 import logging
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import dp_accounting
@@ -111,6 +111,29 @@ def epsilon_spent(
         return _epsilon_spent(event, delta, accountant=accountant, privacy_unit=privacy_unit)
 
 
+def epsilon_history(
+    events: Sequence[dp_accounting.DpEvent],
+    delta: float,
+    *,
+    accountant: str = "auto",
+    privacy_unit: str = "record",
+) -> list[PrivacySpent]:
+    """:func:`epsilon_spent` of each event; an event equal to the one before is not recomputed.
+
+    For a fit's per-epoch recorded events followed by its final event (usually
+    equal to the last epoch's).
+    """
+    result: list[PrivacySpent] = []
+    for i, event in enumerate(events):
+        if i and events[i - 1] == event:
+            result.append(result[-1])
+        else:
+            result.append(
+                epsilon_spent(event, delta, accountant=accountant, privacy_unit=privacy_unit)
+            )
+    return result
+
+
 def _epsilon_spent(event, delta, *, accountant, privacy_unit) -> PrivacySpent:
     if _contains(event, dp_accounting.NonPrivateDpEvent):
         return PrivacySpent(math.inf, 0.0)
@@ -171,67 +194,6 @@ def _leaf_rdp(event: dp_accounting.DpEvent) -> tuple[float, ...] | None:
     acc.compose(event)
     rdp = getattr(acc, "_rdp", None)
     return None if rdp is None else tuple(rdp)
-
-
-def calibrate_noise_multiplier(
-    target_epsilon: float,
-    delta: float,
-    make_event: Callable[[float], dp_accounting.DpEvent],
-    *,
-    accountant: str = "auto",
-    privacy_unit: str = "record",
-    tol: float = 1e-3,
-) -> float:
-    """Smallest noise multiplier whose event spends at most ``target_epsilon``.
-
-    Parameters
-    ----------
-    target_epsilon : float
-        Target epsilon, ``> 0``; ``inf`` returns 0 (no noise).
-    delta : float
-        Target delta in ``(0, 1)``.
-    make_event : callable
-        Maps a noise multiplier to the event that would be executed with it.
-    accountant, privacy_unit : str
-        See :func:`make_accountant`.
-    tol : float
-        Relative tolerance on the multiplier (the search is rounded upwards,
-        so the returned multiplier never overspends).
-
-    Returns
-    -------
-    float
-        The noise multiplier.
-    """
-    if math.isinf(target_epsilon):
-        return 0.0
-    relation_check = resolve_accountant(accountant, privacy_unit)  # fail early
-    del relation_check
-
-    def spent(z: float) -> float:
-        return epsilon_spent(
-            make_event(z), delta, accountant=accountant, privacy_unit=privacy_unit
-        ).epsilon
-
-    lo, hi = 0.0, 1.0
-    while spent(hi) > target_epsilon:
-        lo, hi = hi, hi * 2.0
-        if hi > 1e6:
-            floor = spent(hi)
-            raise ValueError(
-                f"no noise multiplier reaches epsilon={target_epsilon:g} at delta={delta:g}: "
-                f"even noise multiplier {hi:.3g} spends epsilon={floor:.4g} under the "
-                f"{resolve_accountant(accountant, privacy_unit)} accountant (its conversion "
-                "from the accountant's curve to (epsilon, delta) has that floor, or another "
-                "release in the event already spends more)"
-            )
-    while hi - lo > tol * hi:
-        mid = 0.5 * (lo + hi)
-        if spent(mid) > target_epsilon:
-            lo = mid
-        else:
-            hi = mid
-    return hi
 
 
 def _contains(event: dp_accounting.DpEvent, kind: type) -> bool:

@@ -26,6 +26,8 @@ class PoissonSampler:
         Source of uniforms.
     """
 
+    poisson = True  # the engine records its steps as Poisson-sampled at sampling_rate
+
     def __init__(self, n_samples: int, sampling_rate: float, random: RandomSource):
         if not 0 < sampling_rate <= 1:
             raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}")
