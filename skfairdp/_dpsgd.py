@@ -33,15 +33,17 @@ from .base import PrivateClassifierBase
 from .engine import NoiseConfig, train
 from .nn import ACTIVATIONS, build_module
 from .privacy import (
+    EventRecorder,
     PoissonSampler,
     RandomSource,
     ShuffledBatches,
-    calibrate_noise_multiplier,
+    calibration,
     epsilon_spent,
     joint_noise_multiplier,
     resolve_delta,
     sampled_gaussian_steps_event,
 )
+from .privacy.accountant import epsilon_history
 from .privacy.events import compose
 
 ACCOUNTING = ("joint", "composed")
@@ -54,7 +56,11 @@ def step_events(
     steps: int,
     accounting: str = "joint",
 ) -> dp_accounting.DpEvent:
-    """The event of ``steps`` steps that each release a gradient sum and a count.
+    """The event of ``steps`` steps that each release a gradient sum and a count (the plan).
+
+    Calibration plans with it; the fit's ``dp_event_`` is what its mechanisms
+    recorded (equal to this for the executed steps, up to the order of a
+    composition).
 
     Parameters
     ----------
@@ -108,7 +114,8 @@ class NoisySGDClassifierBase(PrivateClassifierBase):
     """Cross-entropy classifier trained by a DP-SGD variant (shared fit).
 
     Subclasses implement ``_make_problem`` (the per-step processing, as an
-    engine problem with a ``private_sum`` hook), ``_count_noise_multiplier``
+    engine problem with a ``private_sum`` hook; a problem releasing a count
+    records it in the ``recorder`` it is given), ``_count_noise_multiplier``
     (``inf`` when a step releases nothing but the gradient) and, when they use
     groups, ``_encode_groups``.
     """
@@ -138,7 +145,7 @@ class NoisySGDClassifierBase(PrivateClassifierBase):
     def _encode_groups(self, sensitive_features, n: int) -> np.ndarray:
         return np.zeros(n, dtype=np.int64)
 
-    def _make_problem(self, *, random, expected_batch_size, device, n_classes, private):
+    def _make_problem(self, *, random, expected_batch_size, device, n_classes, private, recorder):
         """The engine problem of one fit (with a ``private_sum`` hook)."""
         raise NotImplementedError
 
@@ -182,12 +189,17 @@ class NoisySGDClassifierBase(PrivateClassifierBase):
                 device=device, dtype=torch.float32
             )
         optimizer = self._build_optimizer(self.module_)
+        # what the fit releases, as it runs ("composed": the papers' view of a step)
+        recorder = EventRecorder("separate" if accounting == "composed" else "joint")
+        if not private:
+            recorder.record(dp_accounting.NonPrivateDpEvent())
         problem = self._make_problem(
             random=random,
             expected_batch_size=sampler.expected_batch_size,
             device=device,
             n_classes=n_classes,
             private=private,
+            recorder=recorder,
         )
         packed = np.stack([y_enc, groups], axis=1)
         tensors = (torch.as_tensor(packed).to(device),)
@@ -207,26 +219,21 @@ class NoisySGDClassifierBase(PrivateClassifierBase):
             net=self,
             verbose=self.verbose,
             record_diagnostics=self._record_diagnostics(),
+            recorder=recorder,
         )
         self.module_.eval()
         self.n_steps_ = result.steps
         self.history_ = result.history
         self._after_fit(problem)
-        if private:
-            self.dp_event_ = step_events(z1, count_z, sampling_rate, result.steps, accounting)
-        else:
-            self.dp_event_ = dp_accounting.NonPrivateDpEvent()
-        self.privacy_spent_ = epsilon_spent(self.dp_event_, delta)
-        for row in self.history_:  # epsilon spent up to each epoch (RDP curves are cached)
-            row["epsilon"] = (
-                epsilon_spent(
-                    step_events(z1, count_z, sampling_rate, row["steps"], accounting), delta
-                ).epsilon
-                if private
-                else math.inf
-            )
+        # the recorded event; per-epoch epsilons from what was recorded by each epoch's end
+        self.dp_event_ = recorder.build()
+        *per_epoch, self.privacy_spent_ = epsilon_history(
+            [*result.epoch_events, self.dp_event_], delta
+        )
+        for row, spent in zip(self.history_, per_epoch):
+            row["epsilon"] = spent.epsilon
         if private and accounting == "composed" and not math.isinf(count_z):
-            sound = epsilon_spent(step_events(z1, count_z, sampling_rate, result.steps), delta)
+            sound = epsilon_spent(recorder.build("joint"), delta)
             warnings.warn(
                 f"accounting='composed' reproduces the paper's accounting, which composes the "
                 f"gradient and the count as if their batches were independent; they share the "
@@ -247,7 +254,7 @@ class NoisySGDClassifierBase(PrivateClassifierBase):
             def event(z):
                 return sampled_gaussian_steps_event(z, sampling_rate, steps)
 
-            effective = calibrate_noise_multiplier(self.epsilon, delta, event)
+            effective = calibration.calibrate_noise_multiplier(self.epsilon, delta, event)
             return split_noise_multiplier(effective, count_z)
 
         count_only = epsilon_spent(
@@ -263,7 +270,7 @@ class NoisySGDClassifierBase(PrivateClassifierBase):
         def composed(z):
             return step_events(z, count_z, sampling_rate, steps, "composed")
 
-        return calibrate_noise_multiplier(self.epsilon, delta, composed)
+        return calibration.calibrate_noise_multiplier(self.epsilon, delta, composed)
 
 
 POSITIVE = Interval(Real, 0, None, closed="neither")

@@ -23,17 +23,18 @@ from .base import PrivateClassifierBase, private_fit
 from .engine import NoiseConfig, train
 from .fairness import check_min_group_fraction, encode_sensitive_features
 from .privacy import (
+    EventRecorder,
     PoissonSampler,
     RandomSource,
     ShuffledBatches,
-    calibrate_noise_multiplier,
-    epsilon_spent,
+    calibration,
     gaussian_release_event,
     joint_noise_multiplier,
+    noisy_histogram,
     resolve_delta,
     sampled_gaussian_steps_event,
 )
-from .privacy.accountant import PLD_DISCRETIZATION, resolve_accountant
+from .privacy.accountant import PLD_DISCRETIZATION, epsilon_history, resolve_accountant
 from .privacy.analytic import gaussian_noise_multiplier
 from .privacy.closed_form import theorem_3_3_preconditions, theorem_3_3_sigmas
 from .privacy.events import compose
@@ -430,8 +431,20 @@ class DPFermiClassifier(PrivateClassifierBase):
             )
         hist_event = gaussian_release_event(hist_z) if private and releases_histogram else None
 
+        recorder = EventRecorder()  # what the fit releases, as it runs
+        if not private:
+            recorder.record(dp_accounting.NonPrivateDpEvent())
         priors, label_freq = self._group_priors(
-            y_enc, codes, n_classes, n_groups, n_blocks, hist_z, private, sensitive_unit, random
+            y_enc,
+            codes,
+            n_classes,
+            n_groups,
+            n_blocks,
+            hist_z,
+            private,
+            sensitive_unit,
+            random,
+            recorder,
         )
         self.group_priors_ = priors
         self.label_weights_ = (
@@ -530,25 +543,20 @@ class DPFermiClassifier(PrivateClassifierBase):
             net=self,
             verbose=self.verbose,
             record_diagnostics=self._record_diagnostics(),
+            recorder=recorder,
         )
         self.module_.eval()
         self.W_ = problem.W.cpu().numpy()
         self.n_steps_ = result.steps
         self.history_ = result.history
 
-        def event_after(steps: int):
-            if not private:
-                return dp_accounting.NonPrivateDpEvent()
-            return _fit_event(hist_event, self.effective_noise_multiplier_, sampling_rate, steps)
-
-        self.dp_event_ = event_after(result.steps)
-        self.privacy_spent_ = epsilon_spent(self.dp_event_, delta, **account)
-        for row in self.history_:
-            row["epsilon"] = (
-                epsilon_spent(event_after(row["steps"]), delta, **account).epsilon
-                if row["steps"] != result.steps
-                else self.privacy_spent_.epsilon
-            )
+        # the recorded event; per-epoch epsilons from what was recorded by each epoch's end
+        self.dp_event_ = recorder.build()
+        *per_epoch, self.privacy_spent_ = epsilon_history(
+            [*result.epoch_events, self.dp_event_], delta, **account
+        )
+        for row, spent in zip(self.history_, per_epoch):
+            row["epsilon"] = spent.epsilon
         return self
 
     # -- pieces of fit ----------------------------------------------------------
@@ -573,7 +581,17 @@ class DPFermiClassifier(PrivateClassifierBase):
         return [[f"{g} | y={c!r}" for g in groups] for c in classes[:n_blocks]]
 
     def _group_priors(
-        self, y_enc, codes, n_classes, n_groups, n_blocks, hist_z, private, sensitive_unit, random
+        self,
+        y_enc,
+        codes,
+        n_classes,
+        n_groups,
+        n_blocks,
+        hist_z,
+        private,
+        sensitive_unit,
+        random,
+        recorder,
     ):
         """Group priors per block and, for conditional notions, label frequencies.
 
@@ -592,11 +610,17 @@ class DPFermiClassifier(PrivateClassifierBase):
             counts = np.bincount(cells, minlength=n_cells).astype(float)
             if private:
                 # record: one row moves one count (L2 sensitivity 1); sensitive: a
-                # replaced s moves two counts by 1 (L2 sqrt 2), and PLD's replace-one
-                # Gaussian models a shift of 2 per unit of sensitivity: sigma = z / sqrt 2.
-                std = hist_z / math.sqrt(2.0) if moves_two else hist_z
-                noise = random.normal(counts.shape, std, dtype=torch.float64).cpu().numpy()
-                counts = counts + noise
+                # replaced s moves two counts by 1 (L2 distance sqrt 2), and PLD's
+                # replace-one Gaussian models a shift of 2 per unit of sensitivity:
+                # sensitivity 1 / sqrt 2, sigma = z / sqrt 2.
+                noisy, _ = noisy_histogram(
+                    torch.from_numpy(counts),
+                    random,
+                    noise_multiplier=hist_z,
+                    sensitivity=math.sqrt(0.5) if moves_two else 1.0,
+                    recorder=recorder,
+                )
+                counts = noisy.numpy()
             return np.clip(counts, 0.0, None)
 
         def normalised(counts):
@@ -677,7 +701,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             return _fit_event(hist_event, z_eff, sampling_rate, steps)
 
         try:
-            z_eff = calibrate_noise_multiplier(self.epsilon, delta, event, **account)
+            z_eff = calibration.calibrate_noise_multiplier(self.epsilon, delta, event, **account)
         except ValueError as exc:
             hist = (
                 f" after the one-off group histogram ({GROUP_PRIOR_BUDGET_SHARE:.0%} of "
@@ -740,7 +764,11 @@ def _accountant_hint(account: dict) -> str:
 
 
 def _fit_event(hist_event, noise_multiplier, sampling_rate, steps):
-    """What a private fit releases: the optional prior histogram, then T joint steps."""
+    """The event calibration plans with: the optional prior histogram, then T joint steps.
+
+    The fit's ``dp_event_`` is what its mechanisms recorded as they ran; for the
+    executed steps it equals this plan (tests/test_recorded_events.py).
+    """
     return compose(
         ([hist_event] if hist_event is not None else [])
         + [sampled_gaussian_steps_event(noise_multiplier, sampling_rate, steps)]

@@ -31,6 +31,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ._dpsgd import NON_NEGATIVE, POSITIVE, NoisySGDClassifierBase
 from .base import private_fit
+from .privacy import EventRecorder, noisy_count
 
 VARIANTS = ("adapt", "global", "clip")
 _TINY = 1e-12
@@ -90,6 +91,8 @@ class GlobalScalingProblem:
 
     Holds ``Z`` (a device scalar, so a step needs no host synchronisation) and
     logs, per executed step, the ``Z`` used and the released noisy fraction.
+    The count release is recorded in ``recorder`` (the fit's, shared with the
+    engine; a new one by default).
     """
 
     private_primal = (True,)
@@ -109,6 +112,7 @@ class GlobalScalingProblem:
         z_max=None,
         random=None,
         device="cpu",
+        recorder: EventRecorder | None = None,
     ):
         self.variant = variant
         self.max_grad_norm = float(max_grad_norm)
@@ -120,6 +124,7 @@ class GlobalScalingProblem:
         self.z_min = z_min
         self.z_max = z_max
         self.random = random
+        self.recorder = recorder if recorder is not None else EventRecorder()
         self.z_log: list[torch.Tensor] = []
         self.fraction_log: list[torch.Tensor] = []
 
@@ -151,8 +156,8 @@ class GlobalScalingProblem:
         if self.variant == "adapt":
             # b_t uses the Z that scaled this step; Z moves after (the authors' order).
             count = (norms > self.z_threshold * self.z).sum().double()
-            noise = self.random.normal(1, self.count_noise_std, dtype=torch.float64)[0]
-            fraction = (count + noise) / self.expected_batch_size
+            noisy = noisy_count(count, self.count_noise_std, self.random, self.recorder)[0]
+            fraction = noisy / self.expected_batch_size
             self.fraction_log.append(fraction)
             self.z = update_z(self.z, fraction, self.z_lr, self.z_min, self.z_max)
         return total, self.max_grad_norm
@@ -360,7 +365,7 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
     def _count_noise_multiplier(self) -> float:
         return float(self.count_noise_multiplier) if self.variant == "adapt" else math.inf
 
-    def _make_problem(self, *, random, expected_batch_size, device, n_classes, private):
+    def _make_problem(self, *, random, expected_batch_size, device, n_classes, private, recorder):
         return GlobalScalingProblem(
             variant=self.variant,
             max_grad_norm=self.max_grad_norm,
@@ -373,6 +378,7 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
             z_max=self.z_max,
             random=random,
             device=device,
+            recorder=recorder,
         )
 
     def _after_fit(self, problem) -> None:

@@ -38,16 +38,20 @@ from .engine import NoiseConfig, train
 from .fairness import encode_sensitive_features
 from .fairness.rates import CONSTRAINT_NAMES, compile_rate_constraints, resolve_constraints
 from .privacy import (
+    EventRecorder,
     PoissonSampler,
     RandomSource,
     ShuffledBatches,
-    calibrate_noise_multiplier,
+    calibration,
     epsilon_spent,
     joint_noise_multiplier,
+    noisy_histogram,
     resolve_delta,
     sampled_gaussian_steps_event,
 )
+from .privacy.accountant import epsilon_history
 from .privacy.joint import joint_sampled_event
+from .privacy.mechanisms import laplace_noise  # noqa: F401  (re-exported: raco.laplace_noise)
 
 # "auto" histogram noise: its multiplier is this many times the gradient's. The
 # histogram is a Q x K statistic whose noise the dual step averages over many
@@ -66,14 +70,6 @@ def soft_histogram(proba: torch.Tensor, parts: torch.Tensor, n_parts: int) -> to
     """
     H = proba.new_zeros((n_parts, proba.shape[1]))
     return H.index_add_(0, parts, proba)
-
-
-def laplace_noise(random: RandomSource, shape, scale: float, device) -> torch.Tensor:
-    """i.i.d. Laplace(0, scale) from the source's uniforms (CSPRNG in secure mode)."""
-    size = int(np.prod(shape))
-    u = random.uniform(size) - 0.5  # (-0.5, 0.5]
-    noise = -scale * np.sign(u) * np.log1p(-2.0 * np.abs(u).clip(max=0.5 - 1e-16))
-    return torch.as_tensor(noise.reshape(shape), dtype=torch.float32, device=device)
 
 
 class RacoProblem:
@@ -97,6 +93,9 @@ class RacoProblem:
         ``B_exp`` multiplying the constraint term; ``None`` uses the realised
         batch size (non-private training, where the engine averages over it).
     random : RandomSource
+    recorder : EventRecorder, optional
+        Where the histogram release is recorded (the fit's recorder, which the
+        engine shares); a new one by default.
     """
 
     private_primal = (True,)
@@ -115,6 +114,7 @@ class RacoProblem:
         histogram_scale: float,
         expected_batch_size: float | None,
         random: RandomSource,
+        recorder: EventRecorder | None = None,
     ):
         self.S = membership.float()
         self.A = coefficients.float()
@@ -126,6 +126,7 @@ class RacoProblem:
         self.histogram_scale = float(histogram_scale)
         self.expected_batch_size = expected_batch_size
         self.random = random
+        self.recorder = recorder if recorder is not None else EventRecorder()
         self.lam = torch.zeros(self.A.shape[0], device=self.A.device)
         self.n_parts = self.S.shape[1]
         # flat forms for a step of few kernels: values = A_flat @ rates, W = S^T (lam A) / n
@@ -140,13 +141,18 @@ class RacoProblem:
         return y, part
 
     def privatize(self, H: torch.Tensor) -> torch.Tensor:
-        """The one release of the step: ``H`` plus noise (the identity when non-private)."""
+        """The one release of the step: ``H`` plus noise (the identity when non-private).
+
+        Each row adds a probability vector to one row of ``H``: L1 and L2
+        sensitivity 1. The executed event goes to :attr:`recorder`.
+        """
         self.n_releases += 1
         if self.histogram_noise is None:
             return H
-        if self.histogram_noise == "gaussian":
-            return H + self.random.normal(H.shape, self.histogram_scale).to(H.device)
-        return H + laplace_noise(self.random, tuple(H.shape), self.histogram_scale, H.device)
+        kind = "noise_multiplier" if self.histogram_noise == "gaussian" else "laplace_scale"
+        return noisy_histogram(
+            H, self.random, **{kind: self.histogram_scale}, recorder=self.recorder
+        )[0]
 
     def rates(self, H_hat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-set rates ``(M, K)`` (clipped to [0, 1]) and floored denominators ``(M, 1)``."""
@@ -224,6 +230,14 @@ class _CappedSampler:
     @property
     def expected_batch_size(self) -> float:
         return self.sampler.expected_batch_size
+
+    @property
+    def sampling_rate(self) -> float:
+        return self.sampler.sampling_rate
+
+    @property
+    def poisson(self) -> bool:
+        return getattr(self.sampler, "poisson", False)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -504,6 +518,9 @@ class RaCODPClassifier(PrivateClassifierBase):
         if steps < planned_steps:
             sampler = _CappedSampler(sampler, steps)
 
+        recorder = EventRecorder()  # what the fit releases, as it runs
+        if not private:
+            recorder.record(dp_accounting.NonPrivateDpEvent())
         problem = RacoProblem(
             membership=torch.as_tensor(program.membership, device=device),
             coefficients=torch.as_tensor(program.coefficients, device=device),
@@ -515,6 +532,7 @@ class RaCODPClassifier(PrivateClassifierBase):
             histogram_scale=z_hist,
             expected_batch_size=sampler.expected_batch_size if private else None,
             random=random,
+            recorder=recorder,
         )
         with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
             torch.manual_seed(random.torch_seed())
@@ -539,28 +557,22 @@ class RaCODPClassifier(PrivateClassifierBase):
             net=self,
             verbose=self.verbose,
             record_diagnostics=self._record_diagnostics(),
+            recorder=recorder,
         )
         self.module_.eval()
         self.lambda_ = problem.lam.cpu().numpy().astype(float)
         self.n_steps_ = result.steps
         self.history_ = result.history
 
-        def event_after(t: int):
-            return self._event(z_grad, z_hist, sampling_rate, t) if private else None
-
-        account = {"accountant": self.accountant}
-        if private:
-            self.dp_event_ = event_after(result.steps)
-            self.privacy_spent_ = epsilon_spent(self.dp_event_, delta, **account)
-            self.paper_epsilon_ = epsilon_spent(
-                self._paper_event(z_grad, z_hist, sampling_rate, result.steps),
-                delta,
-                accountant="pld",
-            ).epsilon
-        else:
-            self.dp_event_ = dp_accounting.NonPrivateDpEvent()
-            self.privacy_spent_ = epsilon_spent(self.dp_event_, delta)
-            self.paper_epsilon_ = math.inf
+        # the recorded event; per-epoch epsilons from what was recorded by each epoch's end
+        self.dp_event_ = recorder.build()
+        *per_epoch, self.privacy_spent_ = epsilon_history(
+            [*result.epoch_events, self.dp_event_], delta, accountant=self.accountant
+        )
+        # the authors' accounting of the same releases: each amplified separately
+        self.paper_epsilon_ = epsilon_spent(
+            recorder.build("separate"), delta, accountant="pld"
+        ).epsilon
         if self.calibration == "paper" and self.privacy_spent_.epsilon > self.epsilon * 1.001:
             warnings.warn(
                 f"calibration='paper' met epsilon={self.epsilon:g} by the authors' separate "
@@ -576,12 +588,9 @@ class RaCODPClassifier(PrivateClassifierBase):
             window = violations[start:stop]
             row["constraint_violation"] = float(np.mean(window)) if window else float("nan")
             row["lambda_max"] = lambda_max[stop - 1] if stop else 0.0
-            row["epsilon"] = (
-                self.privacy_spent_.epsilon
-                if stop == result.steps or not private
-                else epsilon_spent(event_after(stop), delta, **account).epsilon
-            )
             start = stop
+        for row, spent in zip(self.history_, per_epoch):
+            row["epsilon"] = spent.epsilon
         return self
 
     # -- accounting -------------------------------------------------------------
@@ -609,12 +618,19 @@ class RaCODPClassifier(PrivateClassifierBase):
             ]
         )
 
-    def _spent(self, z_grad, z_hist, q, steps, delta) -> float:
+    def _planned_event(self, z_grad: float, z_hist: float, q: float, steps: int):
+        """The event calibration plans with: sound, or the authors' (``calibration="paper"``)."""
         if self.calibration == "paper":
-            event = self._paper_event(z_grad, z_hist, q, steps)
-            return epsilon_spent(event, delta, accountant="pld").epsilon
-        event = self._event(z_grad, z_hist, q, steps)
-        return epsilon_spent(event, delta, accountant=self.accountant).epsilon
+            return self._paper_event(z_grad, z_hist, q, steps)
+        return self._event(z_grad, z_hist, q, steps)
+
+    def _account(self) -> dict:
+        # the authors' accounting is PLD; the sound one uses the chosen accountant
+        return {"accountant": "pld" if self.calibration == "paper" else self.accountant}
+
+    def _spent(self, z_grad, z_hist, q, steps, delta) -> float:
+        event = self._planned_event(z_grad, z_hist, q, steps)
+        return epsilon_spent(event, delta, **self._account()).epsilon
 
     def _hist_multiplier(self, z_grad: float) -> float:
         if self.histogram_noise_multiplier == "auto":
@@ -643,7 +659,7 @@ class RaCODPClassifier(PrivateClassifierBase):
             and not fixed_hist
         )
         if simple:  # one Gaussian per step: calibrate the joint multiplier, then split it
-            z_eff = calibrate_noise_multiplier(
+            z_eff = calibration.calibrate_noise_multiplier(
                 self.epsilon,
                 delta,
                 lambda z: sampled_gaussian_steps_event(z, q, planned_steps),
@@ -651,33 +667,26 @@ class RaCODPClassifier(PrivateClassifierBase):
             )
             z_grad = z_eff * math.sqrt(1.0 + HISTOGRAM_NOISE_RATIO**-2)
             return z_grad, HISTOGRAM_NOISE_RATIO * z_grad, planned_steps
-        lo, hi = 0.0, 1.0
-        while self._spent(hi, self._hist_multiplier(hi), q, planned_steps, delta) > self.epsilon:
-            lo, hi = hi, 2.0 * hi
-            if hi > 1e6:
-                raise ValueError(f"no noise multiplier reaches epsilon={self.epsilon}")
-        while hi - lo > 1e-3 * hi:
-            mid = 0.5 * (lo + hi)
-            if self._spent(mid, self._hist_multiplier(mid), q, planned_steps, delta) > self.epsilon:
-                lo = mid
-            else:
-                hi = mid
-        return hi, self._hist_multiplier(hi), planned_steps
+        z_grad = calibration.calibrate_noise_multiplier(
+            self.epsilon,
+            delta,
+            lambda z: self._planned_event(z, self._hist_multiplier(z), q, planned_steps),
+            **self._account(),
+        )
+        return z_grad, self._hist_multiplier(z_grad), planned_steps
 
     def _max_steps(self, z_grad, z_hist, q, cap, delta) -> int:
         """Largest ``T <= cap`` with ``epsilon(T) <= epsilon`` (epsilon grows with T)."""
-        if self._spent(z_grad, z_hist, q, 1, delta) > self.epsilon:
+        try:
+            return calibration.max_steps_within(
+                self.epsilon,
+                delta,
+                lambda steps: self._planned_event(z_grad, z_hist, q, steps),
+                cap,
+                **self._account(),
+            )
+        except ValueError as exc:
             raise ValueError(
                 f"noise_multiplier={z_grad:g} (histogram {z_hist:g}) spends more than "
-                f"epsilon={self.epsilon:g} in a single step; increase the noise"
-            )
-        if self._spent(z_grad, z_hist, q, cap, delta) <= self.epsilon:
-            return cap
-        lo, hi = 1, cap  # spent(lo) <= eps < spent(hi)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if self._spent(z_grad, z_hist, q, mid, delta) <= self.epsilon:
-                lo = mid
-            else:
-                hi = mid
-        return lo
+                f"epsilon={self.epsilon:g} in a single step; increase the noise ({exc})"
+            ) from exc

@@ -262,7 +262,13 @@ def test_composed_accounting_warns_with_the_sound_epsilon():
     with pytest.warns(UserWarning, match="sound \\(joint\\) epsilon of this fit is"):
         est.fit(X, y)
     assert est.privacy_spent_.epsilon <= 2.0
-    assert isinstance(est.dp_event_, dp_accounting.ComposedDpEvent)
+    # recorded per step as Composed([sampled count, sampled gradient]), T times: the same
+    # epsilon as the planned Composed([T sampled gradients, T sampled counts])
+    planned = step_events(est.noise_multiplier_, 3.0, 0.25, est.n_steps_, "composed")
+    assert isinstance(planned, dp_accounting.ComposedDpEvent)
+    assert est.privacy_spent_.epsilon == pytest.approx(
+        epsilon_spent(planned, est.privacy_spent_.delta).epsilon, rel=1e-9
+    )
     event = step_events(est.noise_multiplier_, 3.0, 0.25, est.n_steps_, "joint")
     sound = epsilon_spent(event, est.privacy_spent_.delta).epsilon
     assert sound > est.privacy_spent_.epsilon

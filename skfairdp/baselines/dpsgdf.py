@@ -22,6 +22,7 @@ from sklearn.utils._param_validation import StrOptions
 from .._dpsgd import POSITIVE, NoisySGDClassifierBase
 from ..base import private_fit
 from ..fairness import encode_sensitive_features
+from ..privacy import EventRecorder, noisy_histogram
 
 
 def group_clip_bounds(
@@ -43,16 +44,21 @@ def group_clip_bounds(
 
 
 class DPSGDFProblem:
-    """DPSGD-F's per-step processing as an engine problem (``private_sum`` hook)."""
+    """DPSGD-F's per-step processing as an engine problem (``private_sum`` hook).
+
+    The count release is recorded in ``recorder`` (the fit's, shared with the
+    engine; a new one by default).
+    """
 
     private_primal = (True,)
     dual_clip = 0.0
 
-    def __init__(self, *, max_grad_norm, n_groups, count_noise_std, random):
+    def __init__(self, *, max_grad_norm, n_groups, count_noise_std, random, recorder=None):
         self.max_grad_norm = float(max_grad_norm)
         self.n_groups = int(n_groups)
         self.count_noise_std = float(count_noise_std)
         self.random = random
+        self.recorder = recorder if recorder is not None else EventRecorder()
         self.bounds_log: list[torch.Tensor] = []
 
     def prepare_batch(self, codes):
@@ -82,7 +88,10 @@ class DPSGDFProblem:
                 torch.bincount(groups[~above], minlength=k),
             ]
         ).double()
-        noisy = counts + self.random.normal(2 * k, self.count_noise_std, dtype=torch.float64)
+        # a row moves one of the 2K counts by 1: L2 sensitivity 1
+        noisy = noisy_histogram(
+            counts, self.random, noise_multiplier=self.count_noise_std, recorder=self.recorder
+        )[0]
         noisy = torch.floor(noisy).clamp(min=0.0)
         bounds = group_clip_bounds(noisy, self.max_grad_norm, k)
         self.bounds_log.append(bounds)
@@ -225,12 +234,13 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
     def _count_noise_multiplier(self) -> float:
         return float(self.count_noise_multiplier)
 
-    def _make_problem(self, *, random, expected_batch_size, device, n_classes, private):
+    def _make_problem(self, *, random, expected_batch_size, device, n_classes, private, recorder):
         return DPSGDFProblem(
             max_grad_norm=self.max_grad_norm,
             n_groups=self.group_encoder_.n_groups_,
             count_noise_std=self.count_noise_multiplier,
             random=random,
+            recorder=recorder,
         )
 
     def _after_fit(self, problem) -> None:

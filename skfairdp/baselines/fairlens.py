@@ -261,7 +261,8 @@ class FairLensClassifier(NoisySGDClassifierBase):
         tags.classifier_tags.multi_class = False
         return tags
 
-    def _make_problem(self, *, random, expected_batch_size, device, n_classes, private):
+    def _make_problem(self, *, random, expected_batch_size, device, n_classes, private, recorder):
+        # no release inside the hook: the engine records the noisy gradient sum
         return FairLensProblem(
             module=self.module_,
             max_grad_norm=self.max_grad_norm,

@@ -1,7 +1,13 @@
-"""The private training loop: Poisson batch -> per-sample gradients -> clip -> noise -> step."""
+"""The private training loop: Poisson batch -> per-sample gradients -> clip -> noise -> step.
+
+Every noisy release of a private step goes through :mod:`skfairdp.privacy.mechanisms`
+inside the recorder's :meth:`~skfairdp.privacy.EventRecorder.batch` block, so the
+fit's event is what the steps executed.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 from dataclasses import dataclass, field
@@ -11,6 +17,7 @@ import torch
 from skorch.history import History
 from tqdm.auto import tqdm
 
+from ..privacy.mechanisms import EventRecorder, gaussian_sum
 from ..privacy.random import RandomSource
 from .clipping import clipped_sum
 from .per_sample import PerSampleGradients
@@ -36,12 +43,19 @@ class NoiseConfig:
 
 @dataclass
 class TrainingResult:
-    """What the loop executed: steps taken, history, and the chosen iterate."""
+    """What the loop executed: steps taken, history, and the recorded releases.
+
+    ``recorder`` holds the events of every executed release (its ``build()`` is
+    the fit's event); ``epoch_events[i]`` is what had been recorded by the end of
+    epoch ``i + 1``'s steps (for the per-epoch epsilon of the history).
+    """
 
     steps: int = 0
     epochs: int = 0
     history: History = field(default_factory=History)
     stopped_early: bool = False
+    recorder: EventRecorder | None = None
+    epoch_events: list = field(default_factory=list)
 
 
 def train(
@@ -61,6 +75,7 @@ def train(
     verbose: int = 0,
     per_sample_strategy: str = "auto",
     record_diagnostics: bool = False,
+    recorder: EventRecorder | None = None,
 ) -> TrainingResult:
     """Run noisy simultaneous gradient descent-ascent.
 
@@ -107,16 +122,26 @@ def train(
         loss) per epoch into the history. They are computed on raw training
         batches and are NOT private, so the default keeps them out: the history
         then holds only ``epoch``, ``steps`` and ``dur``.
+    recorder : EventRecorder, optional
+        Where the executed releases are recorded: each private step is one
+        :meth:`~skfairdp.privacy.EventRecorder.batch` of rate
+        ``sampler.sampling_rate`` for a Poisson sampler (``sampler.poisson``),
+        else 1 (no amplification); empty batches included. Defaults to the
+        problem's ``recorder`` attribute when it has one (problems that release
+        statistics inside their hooks record there), else a new recorder.
     """
+    recorder = _resolve_recorder(recorder, problem)
     device = X.device
     grads_of = PerSampleGradients(module, per_sample_strategy)
     m = sampler.expected_batch_size
+    # only Poisson sampling amplifies privacy; any other sampler is recorded as q = 1
+    q = sampler.sampling_rate if getattr(sampler, "poisson", False) else 1.0
     total_steps = max_epochs * sampler.steps_per_epoch
     snapshot_step = (
         int(np.ceil(random.uniform(1)[0] * total_steps)) if iterate == "random" else None
     )
     snapshot = None
-    result = TrainingResult()
+    result = TrainingResult(recorder=recorder)
     history = result.history
     if net is not None:
         net.history_ = history  # skorch callbacks write to net.history during training
@@ -140,17 +165,20 @@ def train(
             for idx in batches:
                 idx_t = torch.from_numpy(idx).to(device)
                 batch = problem.prepare_batch(*(t.index_select(0, idx_t) for t in batch_tensors))
-                metrics = _step(
-                    module,
-                    grads_of,
-                    X.index_select(0, idx_t),
-                    batch,
-                    problem,
-                    optimizer,
-                    noise,
-                    random,
-                    m,
-                )
+                # a private step's releases share its Poisson batch: one recorded mechanism
+                with recorder.batch(q) if noise.private else contextlib.nullcontext():
+                    metrics = _step(
+                        module,
+                        grads_of,
+                        X.index_select(0, idx_t),
+                        batch,
+                        problem,
+                        optimizer,
+                        noise,
+                        random,
+                        m,
+                        recorder,
+                    )
                 if record_diagnostics:
                     for key, value in metrics.items():
                         diagnostics.setdefault(key, []).append(value)
@@ -158,6 +186,7 @@ def train(
                 result.steps += 1
                 if result.steps == snapshot_step:
                     snapshot = copy.deepcopy(module.state_dict())
+            result.epoch_events.append(recorder.build())
             check_finite_parameters(module, epoch + 1)
             totals = {key: float(torch.cat(values).sum()) for key, values in diagnostics.items()}
             for key, value in totals.items():
@@ -197,7 +226,19 @@ def check_finite_parameters(module: torch.nn.Module, epoch: int) -> None:
         )
 
 
-def _step(module, grads_of, Xb, batch, problem, optimizer, noise, random, m):
+def _resolve_recorder(recorder, problem) -> EventRecorder:
+    own = getattr(problem, "recorder", None)
+    if recorder is None:
+        return own if own is not None else EventRecorder()
+    if own is not None and own is not recorder:
+        raise ValueError(
+            "the problem records its releases in another EventRecorder than the one passed "
+            "to train(): its releases would be missing from the fit's event"
+        )
+    return recorder
+
+
+def _step(module, grads_of, Xb, batch, problem, optimizer, noise, random, m, recorder):
     """One descent-ascent step; returns the step's per-sample diagnostics."""
     n_params = grads_of.n_params
     device = Xb.device
@@ -244,17 +285,17 @@ def _step(module, grads_of, Xb, batch, problem, optimizer, noise, random, m):
     if primal is None:  # empty batch
         primal = torch.zeros(n_params, device=device, dtype=torch.float32)
     if noise.private and any(problem.private_primal):
-        primal += random.normal(n_params, noise.primal_multiplier * sensitivity)
+        primal = gaussian_sum(primal, sensitivity, noise.primal_multiplier, random, recorder)[0]
     denominator = m if noise.private else max(Xb.shape[0], 1)
     primal /= denominator
     for p, g in zip(grads_of.params, grads_of.unflatten(primal)):
         p.grad = g
     optimizer.step()
-    _dual_step(problem, outputs, batch, noise, random, denominator, device)
+    _dual_step(problem, outputs, batch, noise, random, denominator, device, recorder)
     return metrics
 
 
-def _dual_step(problem, outputs, batch, noise, random, denominator, device):
+def _dual_step(problem, outputs, batch, noise, random, denominator, device, recorder):
     contributions = problem.dual_contributions(outputs, *batch)
     if contributions is None:
         return
@@ -263,7 +304,7 @@ def _dual_step(problem, outputs, batch, noise, random, denominator, device):
     if private_rows is not None:
         if noise.private:
             part = clipped_sum(private_rows, problem.dual_clip)[0]
-            part = part + random.normal(part.shape[0], noise.dual_multiplier * problem.dual_clip)
+            part = gaussian_sum(part, problem.dual_clip, noise.dual_multiplier, random, recorder)[0]
         else:
             part = _plain_sum(private_rows, len(batch[0]), device)
         total = part if total is None else total + part

@@ -41,9 +41,16 @@ class PrimalDualProblem(Protocol):
     Optional hook ``release_batch_statistics(outputs, *batch) -> batch``: called
     every step (empty Poisson batches included) with the detached model outputs
     of the batch, before the primal objectives are formed; it may release noisy
-    statistics of the batch (accounted by the estimator) and returns the
-    per-sample tensors the objectives then receive (e.g. RaCO-DP's per-row
-    constraint weights from its noisy histogram).
+    statistics of the batch and returns the per-sample tensors the objectives
+    then receive (e.g. RaCO-DP's per-row constraint weights from its noisy
+    histogram).
+
+    Releases made inside hooks (``private_sum``, ``release_batch_statistics``) go
+    through :mod:`skfairdp.privacy.mechanisms` with ``recorder=self.recorder``:
+    a problem that releases anything has a ``recorder`` attribute (an
+    :class:`~skfairdp.privacy.EventRecorder`), which the engine adopts, so those
+    releases join the step's batch event together with the engine's own noisy
+    gradient sums.
     """
 
     private_primal: tuple[bool, ...]
