@@ -27,11 +27,11 @@ from numbers import Real
 import dp_accounting
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 
 from .base import PrivateClassifierBase
 from .engine import NoiseConfig, train
-from .nn import ACTIVATIONS, build_module
+from .nn import build_module
 from .privacy import (
     EventRecorder,
     PoissonSampler,
@@ -120,11 +120,8 @@ class NoisySGDClassifierBase(PrivateClassifierBase):
     groups, ``_encode_groups``.
     """
 
-    _parameter_constraints: dict = {
-        **PrivateClassifierBase._parameter_constraints,
-        "activation": [StrOptions(set(ACTIVATIONS))],
-        "accounting": [StrOptions(set(ACCOUNTING))],
-    }
+    # No ``_parameter_constraints``: each estimator declares exactly its own
+    # (:func:`skfairdp.base.parameter_constraints`).
 
     def _build_module(self, n_features: int, n_outputs: int) -> torch.nn.Module:
         kwargs = self._prefixed("module__")

@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._degenerate import warn_if_degenerate
 from ._threads import torch_threads
 from ._validation import HiddenLayerSizes, TorchDevice, check_X, check_y, densify
-from .nn import build_module
+from .nn import ACTIVATIONS, build_module
 from .privacy.accountant import ACCOUNTANTS, PRIVACY_UNITS
 
 _PREFIXES = ("module__", "optimizer__")
@@ -41,6 +41,73 @@ def private_fit(fit):
 
 _PREDICT_CHUNK = 65536
 
+# -- parameter constraints ------------------------------------------------------
+# An estimator's ``_parameter_constraints`` holds exactly the parameters of its
+# ``__init__`` (sklearn's check_param_validation; tests/test_common.py checks it for
+# every estimator). Each estimator builds it with :func:`parameter_constraints` from
+# the block every estimator takes, the shared entries it names, and its own entries.
+
+#: Parameters that every estimator's ``__init__`` takes.
+COMMON_CONSTRAINTS: dict = {
+    # privacy target and clipping
+    "epsilon": [Interval(Real, 0, None, closed="neither"), Options(Real, {np.inf})],
+    "delta": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="neither")],
+    "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
+    # training and model
+    "lr": [Interval(Real, 0, None, closed="neither")],
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "max_epochs": [Interval(Integral, 1, None, closed="left")],
+    "module": [None, type, HasMethods(["forward"])],
+    "hidden_layer_sizes": [HiddenLayerSizes()],
+    "optimizer": [type],
+    # execution
+    "callbacks": [None, list, tuple],
+    "random_state": ["random_state"],
+    "secure_mode": ["boolean"],
+    "device": [TorchDevice()],
+    "verbose": ["verbose"],
+    "n_jobs": [
+        None,
+        Interval(Integral, None, -1, closed="right"),
+        Interval(Integral, 1, None, closed="left"),
+    ],
+    "record_private_diagnostics": ["boolean"],
+}
+
+#: Parameters that several (not all) estimators take; each names the ones it takes.
+SHARED_CONSTRAINTS: dict = {
+    "privacy_unit": [StrOptions(set(PRIVACY_UNITS))],
+    "accountant": [StrOptions(set(ACCOUNTANTS))],
+    "iterate": [StrOptions({"last", "random"})],
+    "calibration": [StrOptions({"accountant", "paper"})],
+    "sensitive_values": [None, "array-like", dict],
+    "activation": [StrOptions(set(ACTIVATIONS))],
+    "accounting": [StrOptions({"joint", "composed"})],  # = _dpsgd.ACCOUNTING
+    "count_noise_multiplier": [Interval(Real, 0, None, closed="neither")],
+}
+
+
+def parameter_constraints(*shared: str, own: dict | None = None) -> dict:
+    """An estimator's ``_parameter_constraints``.
+
+    :data:`COMMON_CONSTRAINTS`, plus the :data:`SHARED_CONSTRAINTS` entries named in
+    ``shared``, plus ``own`` (the estimator's own parameters). A name that is not
+    shared, or an own entry that redefines a common or shared one, is an error: each
+    parameter is constrained in one place.
+    """
+    own = dict(own or {})
+    unknown = sorted(set(shared) - set(SHARED_CONSTRAINTS))
+    if unknown:
+        raise ValueError(f"not in SHARED_CONSTRAINTS: {unknown}")
+    redefined = sorted(set(own) & (set(COMMON_CONSTRAINTS) | set(SHARED_CONSTRAINTS)))
+    if redefined:
+        raise ValueError(f"own constraints redefine common/shared ones: {redefined}")
+    return {
+        **COMMON_CONSTRAINTS,
+        **{name: SHARED_CONSTRAINTS[name] for name in shared},
+        **own,
+    }
+
 
 class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
     """Base class: parameter routing, validation, module building and prediction.
@@ -54,31 +121,9 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
     # fairlearn-style: request sensitive_features for fit under metadata routing.
     __metadata_request__fit = {"sensitive_features": True}
 
-    _parameter_constraints: dict = {
-        "epsilon": [Interval(Real, 0, None, closed="neither"), Options(Real, {np.inf})],
-        "delta": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="neither")],
-        "privacy_unit": [StrOptions(set(PRIVACY_UNITS))],
-        "accountant": [StrOptions(set(ACCOUNTANTS))],
-        "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
-        "lr": [Interval(Real, 0, None, closed="neither")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
-        "iterate": [StrOptions({"last", "random"})],
-        "module": [None, type, HasMethods(["forward"])],
-        "hidden_layer_sizes": [HiddenLayerSizes()],
-        "optimizer": [type],
-        "callbacks": [None, list, tuple],
-        "random_state": ["random_state"],
-        "secure_mode": ["boolean"],
-        "device": [TorchDevice()],
-        "verbose": ["verbose"],
-        "n_jobs": [
-            None,
-            Interval(Integral, None, -1, closed="right"),
-            Interval(Integral, 1, None, closed="left"),
-        ],
-        "record_private_diagnostics": ["boolean"],
-    }
+    # No ``_parameter_constraints`` here (nor in NoisySGDClassifierBase): each
+    # estimator builds its own with :func:`parameter_constraints`, so none
+    # inherits a constraint for a parameter its ``__init__`` lacks.
 
     # -- skorch-style prefixed parameters ---------------------------------
     def _store_prefixed(self, kwargs: dict) -> None:

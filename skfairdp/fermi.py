@@ -19,7 +19,7 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import ermi
-from .base import PrivateClassifierBase, private_fit
+from .base import PrivateClassifierBase, parameter_constraints, private_fit
 from .engine import NoiseConfig, train
 from .fairness import check_min_group_fraction, encode_sensitive_features
 from .privacy import (
@@ -288,17 +288,21 @@ class DPFermiClassifier(PrivateClassifierBase):
     n_steps_ : int
     """
 
-    _parameter_constraints: dict = {
-        **PrivateClassifierBase._parameter_constraints,
-        "fairness": [StrOptions(set(FAIRNESS_NOTIONS))],
-        "fairness_weight": [Interval(Real, 0, None, closed="left")],
-        "w_radius": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-        "rho": [Interval(Real, 0, 0.5, closed="right")],
-        "group_priors": [None, "array-like", dict],
-        "lr_w": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-        "calibration": [StrOptions({"accountant", "paper"})],
-        "sensitive_values": [None, "array-like", dict],
-    }
+    _parameter_constraints: dict = parameter_constraints(
+        "privacy_unit",
+        "accountant",
+        "iterate",
+        "calibration",
+        "sensitive_values",
+        own={
+            "fairness": [StrOptions(set(FAIRNESS_NOTIONS))],
+            "fairness_weight": [Interval(Real, 0, None, closed="left")],
+            "w_radius": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+            "rho": [Interval(Real, 0, 0.5, closed="right")],
+            "group_priors": [None, "array-like", dict],
+            "lr_w": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        },
+    )
 
     def __init__(
         self,

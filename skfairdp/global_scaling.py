@@ -30,7 +30,7 @@ from sklearn.utils import metadata_routing
 from sklearn.utils._param_validation import StrOptions
 
 from ._dpsgd import NON_NEGATIVE, POSITIVE, NoisySGDClassifierBase
-from .base import private_fit
+from .base import parameter_constraints, private_fit
 from .privacy import EventRecorder, noisy_count
 
 VARIANTS = ("adapt", "global", "clip")
@@ -274,16 +274,19 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
     # base class's request, so routers never send them here.
     __metadata_request__fit = {"sensitive_features": metadata_routing.UNUSED}
 
-    _parameter_constraints: dict = {
-        **NoisySGDClassifierBase._parameter_constraints,
-        "variant": [StrOptions(set(VARIANTS))],
-        "z_init": [POSITIVE],
-        "z_lr": [NON_NEGATIVE],
-        "z_threshold": [NON_NEGATIVE],
-        "count_noise_multiplier": [POSITIVE],
-        "z_min": [None, POSITIVE],
-        "z_max": [None, POSITIVE],
-    }
+    _parameter_constraints: dict = parameter_constraints(
+        "activation",
+        "accounting",
+        "count_noise_multiplier",
+        own={
+            "variant": [StrOptions(set(VARIANTS))],
+            "z_init": [POSITIVE],
+            "z_lr": [NON_NEGATIVE],
+            "z_threshold": [NON_NEGATIVE],
+            "z_min": [None, POSITIVE],
+            "z_max": [None, POSITIVE],
+        },
+    )
 
     def __init__(
         self,

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 
 import dp_accounting
 import numpy as np
 import torch
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from .base import PrivateClassifierBase, private_fit
+from .base import PrivateClassifierBase, parameter_constraints, private_fit
 from .engine import NoiseConfig, train
 from .fairness import encode_sensitive_features
 from .fairness.rates import CONSTRAINT_NAMES, compile_rate_constraints, resolve_constraints
@@ -353,27 +353,29 @@ class RaCODPClassifier(PrivateClassifierBase):
         released histograms: private), ``lambda_max``, ``epsilon``, ``steps``, ``dur``.
     """
 
-    _parameter_constraints: dict = {
-        **{
-            k: v
-            for k, v in PrivateClassifierBase._parameter_constraints.items()
-            if k not in ("privacy_unit", "iterate")
+    _parameter_constraints: dict = parameter_constraints(
+        "accountant",
+        "calibration",
+        "sensitive_values",
+        own={
+            "constraints": [
+                StrOptions(set(CONSTRAINT_NAMES)),
+                list,
+                tuple,
+                HasMethods(["expand"]),
+            ],
+            "tolerance": [Interval(Real, 0, None, closed="left")],
+            "temperature": [Interval(Real, 0, None, closed="neither")],
+            "histogram_noise": [StrOptions({"gaussian", "laplace"})],
+            "histogram_noise_multiplier": [
+                StrOptions({"auto"}),
+                Interval(Real, 0, None, closed="neither"),
+            ],
+            "noise_multiplier": [None, Interval(Real, 0, None, closed="neither")],
+            "lr_dual": [Interval(Real, 0, None, closed="neither")],
+            "dual_bound": [None, Interval(Real, 0, None, closed="neither")],
         },
-        "constraints": [StrOptions(set(CONSTRAINT_NAMES)), list, tuple, HasMethods(["expand"])],
-        "tolerance": [Interval(Real, 0, None, closed="left")],
-        "temperature": [Interval(Real, 0, None, closed="neither")],
-        "histogram_noise": [StrOptions({"gaussian", "laplace"})],
-        "histogram_noise_multiplier": [
-            StrOptions({"auto"}),
-            Interval(Real, 0, None, closed="neither"),
-        ],
-        "noise_multiplier": [None, Interval(Real, 0, None, closed="neither")],
-        "calibration": [StrOptions({"accountant", "paper"})],
-        "lr_dual": [Interval(Real, 0, None, closed="neither")],
-        "dual_bound": [None, Interval(Real, 0, None, closed="neither")],
-        "sensitive_values": [None, "array-like", dict],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
-    }
+    )
 
     def __init__(
         self,

@@ -9,8 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils import check_array
-from sklearn.utils.estimator_checks import parametrize_with_checks
 from torch.func import functional_call, grad, vmap
 
 from skfairdp.baselines import DPSGDFClassifier, FairLensClassifier, UnboundedSensitivityWarning
@@ -174,55 +172,3 @@ def test_fairlens_warns_and_validates():
         )
     with pytest.raises(ValueError, match="Only binary classification"):
         FairLensClassifier(epsilon=np.inf, max_epochs=1).fit(X, y + s, sensitive_features=s)
-
-
-# ---------------------------------------------------------------------------
-# sklearn checks (test-only subclasses derive two groups from X's first column)
-# ---------------------------------------------------------------------------
-def _first_column_groups(X):
-    try:
-        column = check_array(X, dtype=np.float64, accept_sparse="csc")[:, [0]]
-        column = np.asarray(column.todense() if hasattr(column, "todense") else column).ravel()
-    except Exception:  # let the estimator's own validation report it
-        return None
-    rank = np.argsort(np.argsort(column, kind="stable"), kind="stable")
-    return (rank >= len(column) // 2).astype(int)
-
-
-class FirstColumnDPSGDF(DPSGDFClassifier):
-    """TEST-ONLY: groups are the lower/upper half of X's first column."""
-
-    def fit(self, X, y, *, sensitive_features=None):
-        groups = _first_column_groups(X) if sensitive_features is None else sensitive_features
-        return super().fit(X, y, sensitive_features=groups)
-
-
-class FirstColumnFairLens(FairLensClassifier):
-    """TEST-ONLY: groups are the lower/upper half of X's first column."""
-
-    def fit(self, X, y, *, sensitive_features=None):
-        groups = _first_column_groups(X) if sensitive_features is None else sensitive_features
-        return super().fit(X, y, sensitive_features=groups)
-
-
-EXPECTED_FAILED_CHECKS = {
-    "check_do_not_raise_errors_in_init_or_set_params": (
-        "**kwargs only routes module__*/optimizer__* parameters; a literal `kwargs=` "
-        "argument is not a parameter and is rejected like any unknown keyword"
-    ),
-}
-
-CHECKED = [
-    FirstColumnDPSGDF(
-        epsilon=8.0, hidden_layer_sizes=(), lr=0.5, max_epochs=10, batch_size=1024, random_state=0
-    ),
-    FirstColumnFairLens(
-        epsilon=8.0, hidden_layer_sizes=(), lr=0.5, max_epochs=10, batch_size=1024, random_state=0
-    ),
-]
-
-
-@pytest.mark.filterwarnings("ignore::skfairdp.baselines.UnboundedSensitivityWarning")
-@parametrize_with_checks(CHECKED, expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
-def test_sklearn_compatible_estimator(estimator, check):
-    check(estimator)

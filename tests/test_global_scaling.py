@@ -17,7 +17,6 @@ from sklearn.model_selection import KFold, cross_validate
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skfairdp._dpsgd import split_noise_multiplier, step_events
 from skfairdp.engine import NoiseConfig, train
@@ -419,52 +418,6 @@ def test_default_module_is_the_papers_tanh_mlp():
     layers = list(est.module_.layers)
     assert [m.out_features for m in layers if isinstance(m, torch.nn.Linear)] == [256, 256, 2]
     assert isinstance(layers[1], torch.nn.Tanh)
-
-
-EXPECTED_FAILED_CHECKS = {
-    "check_do_not_raise_errors_in_init_or_set_params": (
-        "**kwargs only routes module__*/optimizer__* parameters; a literal `kwargs=` "
-        "argument is not a parameter and is rejected like any unknown keyword"
-    ),
-}
-
-# Full-batch private instances (q = 1): closed-form accounting keeps the checks fast.
-CHECKED = [
-    GlobalScalingDPClassifier(epsilon=np.inf, hidden_layer_sizes=(), max_epochs=10, random_state=0),
-    GlobalScalingDPClassifier(
-        epsilon=8.0,
-        hidden_layer_sizes=(),
-        lr=0.5,
-        max_epochs=10,
-        batch_size=1024,
-        z_init=2.0,
-        random_state=0,
-    ),  # fmt: skip
-    GlobalScalingDPClassifier(
-        variant="global",
-        epsilon=8.0,
-        hidden_layer_sizes=(),
-        lr=2.0,
-        max_epochs=10,
-        batch_size=1024,
-        z_init=5.0,
-        random_state=0,
-    ),  # fmt: skip
-    GlobalScalingDPClassifier(
-        variant="clip",
-        epsilon=8.0,
-        hidden_layer_sizes=(),
-        lr=0.5,
-        max_epochs=10,
-        batch_size=1024,
-        random_state=0,
-    ),  # fmt: skip
-]
-
-
-@parametrize_with_checks(CHECKED, expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
-def test_sklearn_compatible_estimator(estimator, check):
-    check(estimator)
 
 
 def test_metadata_routing_disabled_is_plain_fit():

@@ -1,4 +1,7 @@
-"""scikit-learn integration: estimator checks, persistence, pandas, metadata routing."""
+"""scikit-learn integration: persistence, pandas, metadata routing.
+
+sklearn's estimator checks for every estimator are in test_common.py.
+"""
 
 import pickle
 
@@ -14,91 +17,10 @@ from sklearn.compose import ColumnTransformer
 from sklearn.model_selection import GridSearchCV, KFold, cross_validate
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
-from sklearn.utils import check_array
-from sklearn.utils.estimator_checks import parametrize_with_checks
 from torch import nn
 
 from skfairdp.fermi import DPFermiClassifier
 from skfairdp.metrics import demographic_parity_scorer, demographic_parity_violation
-
-
-class FirstColumnGroups(DPFermiClassifier):
-    """TEST-ONLY: groups are the lower/upper half of X's first column when none are given.
-
-    Lets scikit-learn's estimator checks, which never pass ``sensitive_features``,
-    exercise the fairness path (``fairness_weight > 0``). Ranks (not a median
-    threshold) guarantee two groups of at least floor(n/2) rows even with ties.
-    Invalid X is passed through untouched so that ``fit`` raises the validation
-    error the checks expect.
-    """
-
-    def fit(self, X, y, *, sensitive_features=None):
-        if sensitive_features is None:
-            try:
-                column = check_array(X, dtype=np.float64, accept_sparse="csc")[:, [0]]
-                column = np.asarray(column.todense() if hasattr(column, "todense") else column)
-                column = column.ravel()
-            except Exception:  # let DPFermiClassifier's own validation report it
-                column = None
-            if column is not None:
-                rank = np.argsort(np.argsort(column, kind="stable"), kind="stable")
-                sensitive_features = (rank >= len(column) // 2).astype(int)
-        return super().fit(X, y, sensitive_features=sensitive_features)
-
-
-# Every check these estimators are expected to fail, and why.
-EXPECTED_FAILED_CHECKS = {
-    # The check passes *every* name of the __init__ signature, including the
-    # literal name of the VAR_KEYWORD ``**kwargs`` (here ``kwargs=-1``), to
-    # __init__ and set_params. ``**kwargs`` exists only to route skorch-style
-    # ``module__*`` / ``optimizer__*`` parameters; any other key is rejected
-    # with a TypeError, exactly as Python rejects unknown keyword arguments of a
-    # function without ``**kwargs``, and set_params must keep rejecting unknown
-    # names so that grid-search typos are caught.
-    "check_do_not_raise_errors_in_init_or_set_params": (
-        "**kwargs only routes module__*/optimizer__* parameters; a literal `kwargs=` "
-        "argument is not a parameter and is rejected like any unknown keyword"
-    ),
-}
-
-
-def _expected_failed_checks(estimator):
-    return EXPECTED_FAILED_CHECKS
-
-
-# Private instances use batch_size >= n (sampling rate 1): the same code path, but
-# accounting a full-batch Gaussian is closed-form, while a Poisson-subsampled one
-# costs ~0.05 s per accountant call (test_fermi.py covers Poisson sampling). Ten
-# full-batch steps need lr=0.5 to reach check_classifiers_train's accuracy bar.
-CHECKED = [
-    DPFermiClassifier(fairness_weight=0, epsilon=np.inf, max_epochs=10, random_state=0),
-    DPFermiClassifier(
-        fairness_weight=0, epsilon=8, lr=0.5, max_epochs=10, batch_size=1024, random_state=0
-    ),
-    FirstColumnGroups(fairness_weight=1.0, epsilon=np.inf, max_epochs=10, random_state=0),
-    FirstColumnGroups(
-        fairness_weight=1.0,
-        epsilon=8,
-        group_priors=[0.5, 0.5],
-        lr=0.5,
-        max_epochs=10,
-        batch_size=1024,
-        random_state=0,
-    ),  # fmt: skip
-]
-
-
-@parametrize_with_checks(CHECKED, expected_failed_checks=_expected_failed_checks)
-def test_sklearn_compatible_estimator(estimator, check):
-    check(estimator)
-
-
-def test_expected_failures_still_fail():
-    """The expected failure is real (if it starts passing, drop it from the list)."""
-    from sklearn.utils.estimator_checks import check_do_not_raise_errors_in_init_or_set_params
-
-    with pytest.raises(TypeError, match="kwargs"):
-        check_do_not_raise_errors_in_init_or_set_params("DPFermiClassifier", DPFermiClassifier())
 
 
 # ---------------------------------------------------------------------------

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import StrOptions
 
-from .._dpsgd import POSITIVE, NoisySGDClassifierBase
-from ..base import private_fit
+from .._dpsgd import NoisySGDClassifierBase
+from ..base import parameter_constraints, private_fit
 from ..fairness import encode_sensitive_features
 from ..privacy import EventRecorder, noisy_histogram
 
@@ -149,12 +148,9 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
         is the gradient-noise std over ``max_k C_k``.
     """
 
-    _parameter_constraints: dict = {
-        **NoisySGDClassifierBase._parameter_constraints,
-        "count_noise_multiplier": [POSITIVE],
-        "accounting": [StrOptions({"joint", "composed"})],
-        "sensitive_values": [None, "array-like", dict],
-    }
+    _parameter_constraints: dict = parameter_constraints(
+        "count_noise_multiplier", "accounting", "activation", "sensitive_values"
+    )
 
     def __init__(
         self,

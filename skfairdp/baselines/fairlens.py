@@ -34,7 +34,7 @@ from sklearn.utils._param_validation import Interval
 from torch.func import functional_call, grad, vmap
 
 from .._dpsgd import NoisySGDClassifierBase
-from ..base import private_fit
+from ..base import parameter_constraints, private_fit
 from ..engine import clipped_sum
 from ..engine.per_sample import finite_outputs
 from ..fairness import encode_sensitive_features
@@ -150,12 +150,14 @@ class FairLensClassifier(NoisySGDClassifierBase):
     effective_noise_multiplier_, history_, n_steps_, module_, classes_
     """
 
-    _parameter_constraints: dict = {
-        **NoisySGDClassifierBase._parameter_constraints,
-        "lambda_clip": [Interval(Real, 0, None, closed="left")],
-        "lambda_noise": [Interval(Real, 0, None, closed="left")],
-        "sensitive_values": [None, "array-like", dict],
-    }
+    _parameter_constraints: dict = parameter_constraints(
+        "activation",
+        "sensitive_values",
+        own={
+            "lambda_clip": [Interval(Real, 0, None, closed="left")],
+            "lambda_noise": [Interval(Real, 0, None, closed="left")],
+        },
+    )
 
     def __init__(
         self,

@@ -1,0 +1,222 @@
+"""scikit-learn's estimator checks and parameter validation, for every estimator.
+
+One suite for all public estimators (and the TEST-ONLY subclasses of
+``first_column.py`` that let the checks, which never pass ``sensitive_features``,
+exercise the group paths):
+
+- ``parametrize_with_checks``: sklearn's estimator checks on small instances;
+- ``check_param_validation``: every ``__init__`` parameter has a constraint, no
+  constraint names a parameter the estimator lacks, and bad values raise sklearn's
+  ``InvalidParameterError`` naming the parameter;
+- the structure of ``_parameter_constraints`` (built per estimator by
+  :func:`skfairdp.base.parameter_constraints`, never inherited from a base class).
+"""
+
+import inspect
+
+import numpy as np
+import pytest
+from first_column import (
+    WRAPPERS,
+    FirstColumnDPSGDF,
+    FirstColumnFairLens,
+    FirstColumnGroups,
+    FirstColumnGroupsRaCO,
+)
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.estimator_checks import (
+    check_do_not_raise_errors_in_init_or_set_params,
+    check_param_validation,
+    parametrize_with_checks,
+)
+
+import skfairdp
+import skfairdp.baselines
+from skfairdp import (
+    DPFermiClassifier,
+    DPSGDFClassifier,
+    FairLensClassifier,
+    GlobalScalingDPClassifier,
+    RaCODPClassifier,
+)
+from skfairdp._dpsgd import ACCOUNTING, NoisySGDClassifierBase
+from skfairdp._validation import HiddenLayerSizes
+from skfairdp.base import (
+    COMMON_CONSTRAINTS,
+    SHARED_CONSTRAINTS,
+    PrivateClassifierBase,
+    parameter_constraints,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore::skfairdp.baselines.UnboundedSensitivityWarning")
+
+PUBLIC = [
+    DPFermiClassifier,
+    RaCODPClassifier,
+    GlobalScalingDPClassifier,
+    DPSGDFClassifier,
+    FairLensClassifier,
+]
+ALL_ESTIMATORS = PUBLIC + WRAPPERS
+
+
+def _ids(classes):
+    return [cls.__name__ for cls in classes]
+
+
+def test_every_public_estimator_is_covered():
+    """A new public estimator must be added to PUBLIC (and to CHECKED)."""
+    exported = {
+        obj
+        for module in (skfairdp, skfairdp.baselines)
+        for obj in (getattr(module, name) for name in module.__all__)
+        if isinstance(obj, type) and issubclass(obj, BaseEstimator)
+    }
+    assert exported == set(PUBLIC)
+    # each public estimator is checked, itself or through its TEST-ONLY subclass
+    checked = {cls for est in CHECKED for cls in type(est).__mro__}
+    assert checked >= set(ALL_ESTIMATORS)
+
+
+# ---------------------------------------------------------------------------
+# sklearn's estimator checks
+# ---------------------------------------------------------------------------
+# Every check these estimators are expected to fail, and why.
+EXPECTED_FAILED_CHECKS = {
+    # The check passes *every* name of the __init__ signature, including the
+    # literal name of the VAR_KEYWORD ``**kwargs`` (here ``kwargs=-1``), to
+    # __init__ and set_params. ``**kwargs`` exists only to route skorch-style
+    # ``module__*`` / ``optimizer__*`` parameters; any other key is rejected
+    # with a TypeError, exactly as Python rejects unknown keyword arguments of a
+    # function without ``**kwargs``, and set_params must keep rejecting unknown
+    # names so that grid-search typos are caught.
+    "check_do_not_raise_errors_in_init_or_set_params": (
+        "**kwargs only routes module__*/optimizer__* parameters; a literal `kwargs=` "
+        "argument is not a parameter and is rejected like any unknown keyword"
+    ),
+}
+
+
+def _expected_failed_checks(estimator):
+    return EXPECTED_FAILED_CHECKS
+
+
+# Small instances keep the checks fast. Private instances use batch_size >= n
+# (sampling rate 1): the same code path, but accounting a full-batch Gaussian is
+# closed-form, while a Poisson-subsampled one costs ~0.05 s per accountant call
+# (each estimator's own suite covers Poisson sampling). Ten full-batch steps need
+# lr=0.5 to reach check_classifiers_train's accuracy bar. The unconstrained RaCO
+# instance (a false-negative-rate bound of 1 never binds) needs no groups.
+CHECKED = [
+    # DP-FERMI
+    DPFermiClassifier(fairness_weight=0, epsilon=np.inf, max_epochs=10, random_state=0),
+    DPFermiClassifier(
+        fairness_weight=0, epsilon=8, lr=0.5, max_epochs=10, batch_size=1024, random_state=0
+    ),
+    FirstColumnGroups(fairness_weight=1.0, epsilon=np.inf, max_epochs=10, random_state=0),
+    FirstColumnGroups(
+        fairness_weight=1.0, epsilon=8, group_priors=[0.5, 0.5], lr=0.5, max_epochs=10,
+        batch_size=1024, random_state=0,
+    ),
+    # RaCO-DP
+    RaCODPClassifier(
+        constraints="false_negative_rate", tolerance=1.0, epsilon=np.inf, lr=0.5,
+        max_epochs=10, random_state=0,
+    ),
+    FirstColumnGroupsRaCO(tolerance=0.5, epsilon=np.inf, lr=0.5, max_epochs=10, random_state=0),
+    FirstColumnGroupsRaCO(
+        tolerance=0.5, epsilon=8, lr=0.5, max_epochs=10, batch_size=1024, random_state=0
+    ),
+    # Global scaling, its three variants
+    GlobalScalingDPClassifier(epsilon=np.inf, hidden_layer_sizes=(), max_epochs=10, random_state=0),
+    GlobalScalingDPClassifier(
+        epsilon=8.0, hidden_layer_sizes=(), lr=0.5, max_epochs=10, batch_size=1024, z_init=2.0,
+        random_state=0,
+    ),
+    GlobalScalingDPClassifier(
+        variant="global", epsilon=8.0, hidden_layer_sizes=(), lr=2.0, max_epochs=10,
+        batch_size=1024, z_init=5.0, random_state=0,
+    ),
+    GlobalScalingDPClassifier(
+        variant="clip", epsilon=8.0, hidden_layer_sizes=(), lr=0.5, max_epochs=10,
+        batch_size=1024, random_state=0,
+    ),
+    # baselines
+    FirstColumnDPSGDF(
+        epsilon=8.0, hidden_layer_sizes=(), lr=0.5, max_epochs=10, batch_size=1024, random_state=0
+    ),
+    FirstColumnFairLens(
+        epsilon=8.0, hidden_layer_sizes=(), lr=0.5, max_epochs=10, batch_size=1024, random_state=0
+    ),
+]  # fmt: skip
+
+
+@parametrize_with_checks(CHECKED, expected_failed_checks=_expected_failed_checks)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("cls", PUBLIC, ids=_ids(PUBLIC))
+def test_expected_failures_still_fail(cls):
+    """The expected failure is real (if it starts passing, drop it from the list)."""
+    with pytest.raises(TypeError, match="kwargs"):
+        check_do_not_raise_errors_in_init_or_set_params(cls.__name__, cls())
+
+
+# ---------------------------------------------------------------------------
+# Parameter validation
+# ---------------------------------------------------------------------------
+def _init_parameters(cls):
+    return {
+        name
+        for name, p in inspect.signature(cls.__init__).parameters.items()
+        if name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    }
+
+
+@pytest.mark.parametrize("cls", ALL_ESTIMATORS, ids=_ids(ALL_ESTIMATORS))
+def test_check_param_validation(cls):
+    check_param_validation(cls.__name__, cls())
+
+
+@pytest.mark.parametrize("cls", ALL_ESTIMATORS, ids=_ids(ALL_ESTIMATORS))
+def test_constraints_are_exactly_the_init_parameters(cls):
+    assert set(cls._parameter_constraints) == _init_parameters(cls)
+
+
+def test_base_classes_declare_no_constraints():
+    """Nothing to inherit: a subclass gets no constraint for a parameter it lacks."""
+    bases = (PrivateClassifierBase, NoisySGDClassifierBase)
+    for base in bases:
+        assert "_parameter_constraints" not in vars(base)
+    subclasses = {cls for base in bases for cls in base.__subclasses__()}
+    for cls in subclasses - set(bases):
+        if cls.__module__.startswith("skfairdp."):
+            assert "_parameter_constraints" in vars(cls), cls  # each declares its own
+
+
+def test_parameter_constraints_composes_without_overrides():
+    constraints = parameter_constraints("activation", own={"alpha": [float]})
+    assert set(constraints) == set(COMMON_CONSTRAINTS) | {"activation", "alpha"}
+    with pytest.raises(ValueError, match="not in SHARED_CONSTRAINTS"):
+        parameter_constraints("no_such_parameter")
+    with pytest.raises(ValueError, match=r"redefine .*'epsilon'"):
+        parameter_constraints(own={"epsilon": [float]})
+    with pytest.raises(ValueError, match=r"redefine .*'activation'"):
+        parameter_constraints(own={"activation": [str]})
+    # the shared option set is the one the DP-SGD family's fit accepts
+    assert SHARED_CONSTRAINTS["accounting"][0].options == set(ACCOUNTING)
+
+
+@pytest.mark.parametrize("cls", ALL_ESTIMATORS, ids=_ids(ALL_ESTIMATORS))
+def test_hidden_layer_sizes_must_be_positive_ints(cls):
+    """Validated by the HiddenLayerSizes constraint (messages: test_bad_input.py)."""
+    constraint = cls._parameter_constraints["hidden_layer_sizes"]
+    assert len(constraint) == 1 and isinstance(constraint[0], HiddenLayerSizes)
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    y = np.arange(20) % 2
+    for sizes in [(0,), (-2,), (2.5,), (True,), (4, 0), 3, "ab", None]:
+        with pytest.raises(InvalidParameterError, match="'hidden_layer_sizes' parameter"):
+            cls(hidden_layer_sizes=sizes, epsilon=np.inf, max_epochs=1).fit(X, y)
+    cls(hidden_layer_sizes=[2], epsilon=np.inf, max_epochs=1)._validate_params()
