@@ -183,7 +183,8 @@ def markdown_table(df: pd.DataFrame) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in df.itertuples(index=False):
-        estimator = row.estimator + (" (no proven guarantee)" if row.note else "")
+        no_proof = isinstance(row.note, str) and row.note  # NaN when read back from CSV
+        estimator = row.estimator + (" (no proven guarantee)" if no_proof else "")
         lines.append(
             f"| {estimator} | {row.variant} | {_fmt_eps(row.epsilon_claimed)} | {row.canary} "
             f"| {row.runs_per_side} | {row.true_positives}/{row.eval_in} "
