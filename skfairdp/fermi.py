@@ -67,7 +67,7 @@ class ErmiProblem:
         privacy_unit: str,
         all_active: bool = True,
     ):
-        self.W = W
+        self.state = {"W": W}
         self.pinv = pinv
         self.lam = float(fairness_weight)
         self.w_radius = float(w_radius)
@@ -87,6 +87,11 @@ class ErmiProblem:
         # whole row is within 2 max pinv too, so we clip there: clipping sets the
         # sensitivity either way, and the loose bound more than doubled W's noise.
         self.dual_clip = self.lam * 2.0 * max_pinv
+
+    @property
+    def W(self) -> torch.Tensor:
+        """The current ascent variable (``state["W"]``)."""
+        return self.state["W"]
 
     def prepare_batch(self, codes, weights):
         y, s, block = codes.unbind(dim=1)
@@ -154,8 +159,9 @@ class ErmiProblem:
         return None, ermi.w_gradient_rows(*args) if dense else ermi.WGradients(*args)
 
     def dual_step(self, gradient):
-        self.W.add_(gradient.view_as(self.W), alpha=self.lr_w)
-        ermi.project_frobenius(self.W, self.w_radius)
+        """Projected ascent: ``state["W"]`` is replaced by ``P(W + lr_w * gradient)``."""
+        W = torch.add(self.W, gradient.view_as(self.W), alpha=self.lr_w)
+        self.state = {"W": ermi.project_frobenius(W, self.w_radius)}
 
 
 class DPFermiClassifier(PrivateClassifierBase):

@@ -116,7 +116,7 @@ class GlobalScalingProblem:
     ):
         self.variant = variant
         self.max_grad_norm = float(max_grad_norm)
-        self.z = torch.tensor(float(z_init), dtype=torch.float64, device=device)
+        self.state = {"z": torch.tensor(float(z_init), dtype=torch.float64, device=device)}
         self.z_lr = float(z_lr)
         self.z_threshold = float(z_threshold)
         self.count_noise_std = float(count_noise_std)
@@ -128,6 +128,11 @@ class GlobalScalingProblem:
         self.z_log: list[torch.Tensor] = []
         self.fraction_log: list[torch.Tensor] = []
 
+    @property
+    def z(self) -> torch.Tensor:
+        """The current bound ``Z`` (``state["z"]``)."""
+        return self.state["z"]
+
     def prepare_batch(self, codes):
         return (codes[:, 0],)
 
@@ -135,14 +140,8 @@ class GlobalScalingProblem:
         loss = torch.nn.functional.cross_entropy(outputs, y, reduction="none")
         return (loss,), {"loss": loss}
 
-    def dual_contributions(self, outputs, *batch):
-        return None
-
-    def dual_step(self, gradient):  # pragma: no cover - no dual variable
-        pass
-
     def private_sum(self, per_sample, X, *batch):
-        """``sum_i gamma_i g_i`` (sensitivity ``C0``); releases the count and moves ``Z``."""
+        """``sum_i gamma_i g_i`` (sensitivity ``C0``); "adapt" also releases the clip fraction."""
         if per_sample is None:
             norms = torch.zeros(0, dtype=torch.float64, device=self.z.device)
             total = None
@@ -153,14 +152,18 @@ class GlobalScalingProblem:
             total = per_sample.weighted_sum(gamma.to(raw.dtype))
         if self.variant != "clip":
             self.z_log.append(self.z)
-        if self.variant == "adapt":
-            # b_t uses the Z that scaled this step; Z moves after (the authors' order).
-            count = (norms > self.z_threshold * self.z).sum().double()
-            noisy = noisy_count(count, self.count_noise_std, self.random, self.recorder)[0]
-            fraction = noisy / self.expected_batch_size
-            self.fraction_log.append(fraction)
-            self.z = update_z(self.z, fraction, self.z_lr, self.z_min, self.z_max)
-        return total, self.max_grad_norm
+        if self.variant != "adapt":
+            return total, self.max_grad_norm
+        # b_t uses the Z that scaled this step; Z moves when the step is applied.
+        count = (norms > self.z_threshold * self.z).sum().double()
+        noisy = noisy_count(count, self.count_noise_std, self.random, self.recorder)[0]
+        return total, self.max_grad_norm, {"fraction": noisy / self.expected_batch_size}
+
+    def apply_statistics(self, statistics: dict) -> None:
+        """``Z <- Z exp(-z_lr + b~)`` from the released clip fraction (a new ``state``)."""
+        fraction = statistics["fraction"]
+        self.fraction_log.append(fraction)
+        self.state = {"z": update_z(self.z, fraction, self.z_lr, self.z_min, self.z_max)}
 
 
 class GlobalScalingDPClassifier(NoisySGDClassifierBase):

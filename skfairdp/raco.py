@@ -127,7 +127,7 @@ class RacoProblem:
         self.expected_batch_size = expected_batch_size
         self.random = random
         self.recorder = recorder if recorder is not None else EventRecorder()
-        self.lam = torch.zeros(self.A.shape[0], device=self.A.device)
+        self.state = {"lambda": torch.zeros(self.A.shape[0], device=self.A.device)}
         self.n_parts = self.S.shape[1]
         # flat forms for a step of few kernels: values = A_flat @ rates, W = S^T (lam A) / n
         self.A_flat = self.A.reshape(self.A.shape[0], -1)
@@ -135,6 +135,11 @@ class RacoProblem:
         self.violation_log: list[torch.Tensor] = []
         self.lambda_log: list[torch.Tensor] = []
         self.n_releases = 0
+
+    @property
+    def lam(self) -> torch.Tensor:
+        """The current multipliers (``state["lambda"]``)."""
+        return self.state["lambda"]
 
     def prepare_batch(self, codes):
         y, part = codes.unbind(dim=1)
@@ -170,17 +175,21 @@ class RacoProblem:
         scale = self.expected_batch_size if self.expected_batch_size is not None else len(y)
         coef = (self.lam @ self.A_flat).view_as(rates).div_(denom).mul_(scale)
         weights = (self.S_T @ coef).index_select(0, part)
-        self.dual_update(values)
-        return y, weights
+        return (y, weights), {"values": values}
+
+    def apply_statistics(self, statistics: dict) -> None:
+        """Dual ascent on the released rate values (post-processing of ``H_hat``)."""
+        self.dual_update(statistics["values"])
 
     def dual_update(self, values: torch.Tensor) -> None:
         """``lambda <- clip(lambda + lr_dual (Gamma_hat - gamma), 0, dual_bound)``."""
         violation = values - self.gamma
-        self.lam = torch.add(self.lam, violation, alpha=self.lr_dual).clamp_(
+        lam = torch.add(self.lam, violation, alpha=self.lr_dual).clamp_(
             min=0.0, max=self.dual_bound
         )
+        self.state = {"lambda": lam}
         self.violation_log.append(violation)
-        self.lambda_log.append(self.lam)
+        self.lambda_log.append(lam)
 
     @property
     def step_violations(self) -> list[float]:
@@ -211,12 +220,6 @@ class RacoProblem:
         mean_w = (weights * soft).sum(dim=1, keepdim=True)
         grad = grad + self.tau * soft * (weights - mean_w)
         return (grad,), {"loss": loss}
-
-    def dual_contributions(self, outputs, *batch):
-        return None  # lambda moved in release_batch_statistics, from the released histogram
-
-    def dual_step(self, gradient):  # pragma: no cover - never called (no dual contributions)
-        raise AssertionError("RaCO's dual step is post-processing of the histogram")
 
 
 class _CappedSampler:

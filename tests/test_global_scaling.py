@@ -60,7 +60,7 @@ def _dense(seed=0, batch=64, dim=20, spread=3.0):
 def test_adapt_sum_is_rescaled_dpsgd_clipped_at_z(z):
     G = _dense()
     c0 = 0.5
-    total, sensitivity = _problem(z=z, c0=c0).private_sum(DenseGradients(G), None)
+    total, sensitivity = _problem(z=z, c0=c0).private_sum(DenseGradients(G), None)[:2]
     expected = (c0 / z) * clipped_sum(G, z)[0]
     torch.testing.assert_close(total, expected, rtol=1e-6, atol=1e-9)
     assert sensitivity == c0
@@ -149,13 +149,20 @@ class _FakeNorms:
         return torch.zeros(1)
 
 
+def _released_step(problem, per_sample, X):
+    """The step's release (private_sum) then its apply (Z moves), as the engine runs them."""
+    total, sensitivity, statistics = problem.private_sum(per_sample, X)
+    problem.apply_statistics(statistics)
+    return total, sensitivity
+
+
 @pytest.mark.parametrize("tau", [1.0, 0.7])
 def test_z_converges_to_quantile_over_tau(tau):
     gen = torch.Generator().manual_seed(0)
     problem = _problem(z=50.0, z_lr=0.1, tau=tau, m=256.0)
     for _ in range(1500):
         norms = torch.exp(torch.randn(256, generator=gen, dtype=torch.float64))  # lognormal
-        problem.private_sum(_FakeNorms(norms), None)
+        _released_step(problem, _FakeNorms(norms), None)
     z_late = torch.stack(problem.z_log[-500:]).mean().item()
     expected = math.exp(1.2815515655446004) / tau  # 0.9-quantile of lognormal(0, 1)
     assert z_late == pytest.approx(expected, rel=0.05)
@@ -164,7 +171,7 @@ def test_z_converges_to_quantile_over_tau(tau):
 def test_z_decays_geometrically_when_all_norms_below():
     problem = _problem(z=10.0, z_lr=0.1, tau=1.0)
     for _ in range(5):
-        problem.private_sum(_FakeNorms(torch.full((16,), 1e-3, dtype=torch.float64)), None)
+        _released_step(problem, _FakeNorms(torch.full((16,), 1e-3, dtype=torch.float64)), None)
     zs = torch.stack(problem.z_log).numpy()
     np.testing.assert_allclose(zs, 10.0 * np.exp(-0.1 * np.arange(5)), rtol=1e-12)
     assert float(problem.z) == pytest.approx(10.0 * math.exp(-0.5))
@@ -184,7 +191,7 @@ def test_z_stays_finite_under_extreme_count_noise():
         assert 0 < float(z) < math.inf
     problem = _problem(z=1.0, count_std=1e3, m=1.0)
     for _ in range(50):
-        problem.private_sum(_FakeNorms(torch.ones(1, dtype=torch.float64)), None)
+        _released_step(problem, _FakeNorms(torch.ones(1, dtype=torch.float64)), None)
     assert np.all(np.isfinite(torch.stack(problem.z_log).numpy()))
 
 
@@ -192,7 +199,7 @@ def test_count_uses_this_steps_z_and_expected_batch_size():
     """b_t counts norms above tau * Z with the Z that scaled this step; divided by E (not |B|)."""
     problem = _problem(z=2.0, z_lr=0.0, tau=1.0, m=10.0)
     norms = torch.tensor([1.0, 3.0, 5.0], dtype=torch.float64)
-    problem.private_sum(_FakeNorms(norms), None)
+    _released_step(problem, _FakeNorms(norms), None)
     assert float(problem.fraction_log[0]) == pytest.approx(2 / 10.0)
     assert float(problem.z) == pytest.approx(2.0 * math.exp(0.2))
 

@@ -50,7 +50,7 @@ def _problem(program, *, lam=None, noise=None, scale=math.inf, batch=None, lr_du
         random=RandomSource(0),
     )
     if lam is not None:
-        problem.lam = torch.as_tensor(lam, dtype=torch.float32)
+        problem.state = {"lambda": torch.as_tensor(lam, dtype=torch.float32)}
     return problem
 
 
@@ -73,7 +73,8 @@ def test_per_sample_decomposition_is_exact(strategy):
     lam = torch.rand(program.n_constraints) * 3
     problem = _problem(program, lam=lam.clone())
     with torch.no_grad():
-        batch = problem.release_batch_statistics(module(X), yt, parts)
+        batch, statistics = problem.release_batch_statistics(module(X), yt, parts)
+    problem.apply_statistics(statistics)  # the step's apply half
     # the dual moved by lr_dual * (Gamma - gamma) from the exact histogram
     grads_of = PerSampleGradients(module, strategy)
     (g,), _, _ = grads_of(X, problem.primal_objectives, *batch)

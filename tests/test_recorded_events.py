@@ -21,7 +21,7 @@ import torch
 from conftest import make_biased_data
 from torch import nn
 
-import skfairdp.engine.loop as loop
+import skfairdp.engine.step as step
 import skfairdp.fermi as fermi
 import skfairdp.global_scaling as global_scaling
 import skfairdp.privacy.sampling as sampling
@@ -422,14 +422,14 @@ def test_mutant_count_without_noise_is_not_recorded(data, monkeypatch, plans):
 
 def test_mutant_dual_release_without_noise_is_not_recorded(data, monkeypatch, plans):
     X, y, s = data
-    real = loop.gaussian_sum
+    real = step.gaussian_sum
 
     def primal_only(total, sensitivity, noise_multiplier, random, recorder=None):
         if sensitivity != 1.0:  # the dual release (its clip is lambda * 2 max pinv, not C = 1)
             return total, None
         return real(total, sensitivity, noise_multiplier, random, recorder)
 
-    monkeypatch.setattr(loop, "gaussian_sum", primal_only)
+    monkeypatch.setattr(step, "gaussian_sum", primal_only)
     est = _fit(DPFermiClassifier(group_priors=[0.5, 0.5], **FERMI), X, y, s)
     planned, _ = _planned(plans)
     assert est.dp_event_ == SC(PS(64 / 400, G(est.noise_multiplier_)), est.n_steps_)

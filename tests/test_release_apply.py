@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import make_biased_data  # noqa: E402
@@ -77,3 +78,75 @@ if __name__ == "__main__":  # regenerate the golden file (only from the pre-spli
         values.update(_fit(case))
     np.savez_compressed(GOLDEN, **values)
     print(f"wrote {len(values)} arrays to {GOLDEN}")
+
+
+def _fermi_parts(seed=0):
+    from skfairdp.engine import PerSampleGradients
+    from skfairdp.fermi import ErmiProblem
+
+    torch.manual_seed(seed)
+    module = torch.nn.Linear(3, 2)
+    problem = ErmiProblem(
+        W=torch.zeros(1, 2, 2),
+        pinv=torch.full((1, 2), 2.0**0.5),
+        fairness_weight=2.0,
+        w_radius=3.0,
+        lr_w=0.05,
+        privacy_unit="record",
+    )
+    optimizer = torch.optim.SGD(module.parameters(), lr=0.3)
+    return module, problem, optimizer, PerSampleGradients(module)
+
+
+def test_release_on_a_silo_and_apply_on_a_server_match_one_process():
+    """What the federated estimator will do: release where the data are, send, apply elsewhere."""
+    import copy
+    import pickle
+
+    from skfairdp.engine import NoiseConfig, PerSampleGradients
+    from skfairdp.engine.step import apply, release
+    from skfairdp.privacy import EventRecorder, RandomSource
+
+    X, y, s = make_biased_data(n=40, seed=1)
+    Xb = torch.as_tensor(X)
+    codes = torch.as_tensor(np.stack([y, s, np.zeros_like(y)], axis=1))
+    weights = torch.full((40, 2), 2.0)
+    noise = NoiseConfig(max_grad_norm=1.0, primal_multiplier=1.1, dual_multiplier=2.2)
+
+    # one process: apply(release(...)) three times
+    module, problem, optimizer, grads_of = _fermi_parts()
+    server_module, server_problem, server_optimizer, server_grads = _fermi_parts()
+    silo_module, silo_problem = copy.deepcopy(module), copy.deepcopy(problem)
+    silo_grads = PerSampleGradients(silo_module)
+    r1, r2 = RandomSource(5), RandomSource(5)
+    for _ in range(3):
+        first_W = problem.state["W"]
+        before = first_W.clone()
+        batch = problem.prepare_batch(codes, weights)
+        released = release(module, grads_of, Xb, batch, problem, noise, r1, EventRecorder(), 40.0)
+        apply(released, problem, grads_of, optimizer)
+        # state is replaced, never mutated: the previous W is untouched
+        assert problem.state["W"] is not first_W and torch.equal(first_W, before)
+
+        # silo: same model and state as the server, releases; the server applies the wire copy
+        silo_module.load_state_dict(server_module.state_dict())
+        silo_problem.state = copy.deepcopy(server_problem.state)
+        silo_batch = silo_problem.prepare_batch(codes, weights)
+        wire = pickle.dumps(
+            release(
+                silo_module,
+                silo_grads,
+                Xb,
+                silo_batch,
+                silo_problem,
+                noise,
+                r2,
+                EventRecorder(),
+                40.0,
+            )
+        )
+        apply(pickle.loads(wire), server_problem, server_grads, server_optimizer)
+    for p, q in zip(module.parameters(), server_module.parameters()):
+        assert torch.equal(p, q)
+    assert torch.equal(problem.state["W"], server_problem.state["W"])
+    assert problem.state["W"].abs().sum() > 0

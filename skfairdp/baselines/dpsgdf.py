@@ -53,6 +53,7 @@ class DPSGDFProblem:
     dual_clip = 0.0
 
     def __init__(self, *, max_grad_norm, n_groups, count_noise_std, random, recorder=None):
+        self.state: dict = {}  # no dual state
         self.max_grad_norm = float(max_grad_norm)
         self.n_groups = int(n_groups)
         self.count_noise_std = float(count_noise_std)
@@ -66,12 +67,6 @@ class DPSGDFProblem:
     def primal_objectives(self, outputs, y, groups):
         loss = torch.nn.functional.cross_entropy(outputs, y, reduction="none")
         return (loss,), {"loss": loss}
-
-    def dual_contributions(self, outputs, *batch):
-        return None
-
-    def dual_step(self, gradient):  # pragma: no cover - no dual variable
-        pass
 
     def private_sum(self, per_sample, X, y, groups):
         k = self.n_groups

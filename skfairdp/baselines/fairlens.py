@@ -51,6 +51,7 @@ class FairLensProblem:
     dual_clip = 0.0
 
     def __init__(self, *, module, max_grad_norm, lambda_clip, lambda_noise):
+        self.state: dict = {}  # no dual state
         self.module = module
         self.max_grad_norm = float(max_grad_norm)
         self.lambda_clip = float(lambda_clip)
@@ -63,12 +64,6 @@ class FairLensProblem:
     def primal_objectives(self, outputs, y, groups):
         loss = torch.nn.functional.cross_entropy(outputs, y, reduction="none")
         return (loss,), {"loss": loss}
-
-    def dual_contributions(self, outputs, *batch):
-        return None
-
-    def dual_step(self, gradient):  # pragma: no cover - no dual variable
-        pass
 
     def regularised_gradients(self, G, X, y, groups):
         """Per-sample gradients ``(B, P)`` of the regularised loss, given those of the loss."""

@@ -17,11 +17,11 @@ import torch
 from skorch.history import History
 from tqdm.auto import tqdm
 
-from ..privacy.mechanisms import EventRecorder, gaussian_sum
+from ..privacy.mechanisms import EventRecorder
 from ..privacy.random import RandomSource
-from .clipping import clipped_sum
 from .per_sample import PerSampleGradients
 from .problem import PrimalDualProblem
+from .step import apply, release
 
 
 @dataclass
@@ -167,18 +167,19 @@ def train(
                 batch = problem.prepare_batch(*(t.index_select(0, idx_t) for t in batch_tensors))
                 # a private step's releases share its Poisson batch: one recorded mechanism
                 with recorder.batch(q) if noise.private else contextlib.nullcontext():
-                    metrics = _step(
+                    released = release(
                         module,
                         grads_of,
                         X.index_select(0, idx_t),
                         batch,
                         problem,
-                        optimizer,
                         noise,
                         random,
-                        m,
                         recorder,
+                        m,
                     )
+                apply(released, problem, grads_of, optimizer)
+                metrics = released.diagnostics
                 if record_diagnostics:
                     for key, value in metrics.items():
                         diagnostics.setdefault(key, []).append(value)
@@ -236,90 +237,3 @@ def _resolve_recorder(recorder, problem) -> EventRecorder:
             "to train(): its releases would be missing from the fit's event"
         )
     return recorder
-
-
-def _step(module, grads_of, Xb, batch, problem, optimizer, noise, random, m, recorder):
-    """One descent-ascent step; returns the step's per-sample diagnostics."""
-    n_params = grads_of.n_params
-    device = Xb.device
-    primal = None
-    metrics: dict[str, torch.Tensor] = {}
-    outputs = None
-    # Optional problem hook: private per-batch statistics the objective needs, released
-    # before it is formed (e.g. RaCO-DP's noisy histogram); see PrimalDualProblem.
-    # With a non-empty batch it runs inside grads_of, on that forward pass's outputs.
-    release = getattr(problem, "release_batch_statistics", None)
-    released, prepare = {}, None
-    if release is not None:
-
-        def prepare(outputs, *per_sample):
-            released["batch"] = release(outputs, *per_sample)
-            return released["batch"]
-
-    if release is not None and Xb.shape[0] == 0:
-        with torch.no_grad():
-            batch = release(module(Xb), *batch)
-    # Optional problem hook replacing flat clipping (see PrimalDualProblem.private_sum).
-    private_sum = getattr(problem, "private_sum", None) if noise.private else None
-    sensitivity = noise.max_grad_norm
-    if Xb.shape[0] > 0:
-        grads, outputs, diagnostics = grads_of(
-            Xb,
-            problem.primal_objectives,
-            *batch,
-            output_gradients=getattr(problem, "primal_output_gradients", None),
-            prepare=prepare,
-        )
-        batch = released.get("batch", batch)
-        for g, is_private in zip(grads, problem.private_primal):
-            if is_private and private_sum is not None:
-                part, sensitivity = private_sum(g, Xb, *batch)
-            elif is_private and noise.private:
-                part = clipped_sum(g, noise.max_grad_norm)[0]
-            else:
-                part = _plain_sum(g, Xb.shape[0], device)
-            primal = part if primal is None else primal.add_(part)
-        metrics = diagnostics
-    elif private_sum is not None and any(problem.private_primal):
-        sensitivity = private_sum(None, Xb, *batch)[1]  # empty batch: its releases still happen
-    if primal is None:  # empty batch
-        primal = torch.zeros(n_params, device=device, dtype=torch.float32)
-    if noise.private and any(problem.private_primal):
-        primal = gaussian_sum(primal, sensitivity, noise.primal_multiplier, random, recorder)[0]
-    denominator = m if noise.private else max(Xb.shape[0], 1)
-    primal /= denominator
-    for p, g in zip(grads_of.params, grads_of.unflatten(primal)):
-        p.grad = g
-    optimizer.step()
-    _dual_step(problem, outputs, batch, noise, random, denominator, device, recorder)
-    return metrics
-
-
-def _dual_step(problem, outputs, batch, noise, random, denominator, device, recorder):
-    contributions = problem.dual_contributions(outputs, *batch)
-    if contributions is None:
-        return
-    public, private_rows = contributions
-    total = public.clone() if public is not None else None
-    if private_rows is not None:
-        if noise.private:
-            part = clipped_sum(private_rows, problem.dual_clip)[0]
-            part = gaussian_sum(part, problem.dual_clip, noise.dual_multiplier, random, recorder)[0]
-        else:
-            part = _plain_sum(private_rows, len(batch[0]), device)
-        total = part if total is None else total + part
-    if total is not None:
-        problem.dual_step(total / denominator)
-
-
-def _plain_sum(per_sample, batch_size: int, device) -> torch.Tensor:
-    """Unclipped sum of public per-sample rows (no privacy at stake: no clipping).
-
-    A tensor, an object with ``plain_sum()`` (raw float32 arithmetic), or one with
-    ``weighted_sum``.
-    """
-    if isinstance(per_sample, torch.Tensor):
-        return per_sample.sum(0)
-    if hasattr(per_sample, "plain_sum"):
-        return per_sample.plain_sum()
-    return per_sample.weighted_sum(torch.ones(batch_size, device=device))

@@ -10,58 +10,60 @@ import torch
 class PrimalDualProblem(Protocol):
     """A per-sample min-max objective solved by noisy simultaneous descent-ascent.
 
-    ``primal_objectives`` returns per-sample objective vectors and a dict of
-    per-sample diagnostics (summed per step, averaged per epoch into the
-    history); the engine takes per-sample gradients of each objective. Those
-    flagged True in ``private_primal`` are clipped to ``max_grad_norm`` and
-    noised; the others are public (they do not depend on what the privacy unit
-    protects) and are summed exactly.
+    A step is :func:`~skfairdp.engine.step.release` (on the batch: everything that
+    reads data) then :func:`~skfairdp.engine.step.apply` (no data: the model and
+    the dual state move). The hooks below say which half calls them.
 
-    A problem may also define ``primal_output_gradients(outputs, *batch)``,
-    returning the gradients of the same objectives in the model outputs and the
-    same diagnostics; for Linear-layer models the engine then skips autograd
-    through the objective (see :class:`~skfairdp.engine.per_sample.PerSampleGradients`).
-    Tests check it against autograd of ``primal_objectives``.
+    **State.** ``state`` is a dict of tensors (DP-FERMI's ``W``, RaCO's
+    ``lambda``, Global Scaling's ``z``; empty when there is none). It is a value:
+    ``dual_step`` and ``apply_statistics`` *replace* it and never modify a tensor
+    in it, so it can be copied, sent to silos and compared bit for bit.
 
-    ``dual_contributions`` returns ``(public_sum, private_per_sample)`` for the
-    dual (ascent) variable, or ``None`` if there is no dual update this step; the
-    private rows are clipped to ``dual_clip`` and noised by the engine, and the
-    averaged result goes to ``dual_step``.
+    **Release half.**
 
-    Optional hook ``private_sum(per_sample, X, *batch) -> (total, sensitivity)``:
-    when a problem defines it, private training calls it instead of flat
-    clipping for each private objective's per-sample gradients (``per_sample``
-    is ``None`` for an empty Poisson batch, so that releases made inside the
-    hook, e.g. a noisy count, still happen every step). ``total`` is the
-    processed per-sample sum (a fresh tensor: the engine updates it in place) and
-    ``sensitivity`` the L2 bound on one sample's contribution to it; the engine
-    adds ``N(0, (primal_multiplier * sensitivity)^2)``. Problems without the hook
-    get ``clipped_sum`` at ``max_grad_norm``.
+    - ``prepare_batch(*batch)``: per-sample tensors for this step (e.g. ERMI
+      coefficients from the current ``state``).
+    - ``primal_objectives(outputs, *batch) -> ((o_1, ..., o_K), diagnostics)``:
+      per-sample objectives; the engine takes per-sample gradients of each.
+      Those flagged True in ``private_primal`` are clipped to ``max_grad_norm``
+      and noised; the others are public (they do not depend on what the privacy
+      unit protects) and are summed exactly. Diagnostics are raw (not private)
+      and only recorded on request.
+    - optional ``primal_output_gradients(outputs, *batch)``: the same objectives
+      differentiated by hand in the model outputs; Linear-layer models then skip
+      autograd through the objective. Tests check it against autograd.
+    - optional ``release_batch_statistics(outputs, *batch) -> (batch, statistics)``:
+      called every step (empty Poisson batches included) with the detached model
+      outputs; releases noisy statistics of the batch (e.g. RaCO-DP's histogram)
+      and returns the per-sample tensors the objectives then receive and the
+      released statistics (a dict of tensors) for ``apply_statistics``.
+    - optional ``private_sum(per_sample, X, *batch) -> (total, sensitivity[, statistics])``:
+      replaces flat clipping for each private objective (``per_sample`` is None
+      on an empty batch, so releases inside still happen). ``total`` is the
+      processed per-sample sum (a fresh tensor), ``sensitivity`` the L2 bound on
+      one sample's contribution; the engine adds ``N(0, (z * sensitivity)^2)``.
+    - optional ``dual_contributions(outputs, *batch) -> (public_sum, private_rows) | None``:
+      the dual (ascent) gradient; private rows are clipped to ``dual_clip`` and
+      noised by the engine.
 
-    Optional hook ``release_batch_statistics(outputs, *batch) -> batch``: called
-    every step (empty Poisson batches included) with the detached model outputs
-    of the batch, before the primal objectives are formed; it may release noisy
-    statistics of the batch and returns the per-sample tensors the objectives
-    then receive (e.g. RaCO-DP's per-row constraint weights from its noisy
-    histogram).
+    **Apply half.**
 
-    Releases made inside hooks (``private_sum``, ``release_batch_statistics``) go
-    through :mod:`skfairdp.privacy.mechanisms` with ``recorder=self.recorder``:
-    a problem that releases anything has a ``recorder`` attribute (an
-    :class:`~skfairdp.privacy.EventRecorder`), which the engine adopts, so those
-    releases join the step's batch event together with the engine's own noisy
-    gradient sums.
+    - ``dual_step(mean)``: the averaged dual release; replaces ``state``.
+    - ``apply_statistics(statistics)``: the step's released statistics (RaCO's
+      rate values, Global Scaling's clip fraction); replaces ``state``.
+
+    Releases made inside hooks go through :mod:`skfairdp.privacy.mechanisms`
+    with ``recorder=self.recorder``: a problem that releases anything has a
+    ``recorder`` attribute, which the engine adopts, so those releases join the
+    step's batch event together with the engine's noisy gradient sums.
     """
 
     private_primal: tuple[bool, ...]
     dual_clip: float
+    state: dict
 
     def prepare_batch(self, *batch: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Per-sample tensors for this step (e.g. coefficients from the current dual state)."""
+        """Per-sample tensors for this step (e.g. coefficients from the current state)."""
         ...
 
     def primal_objectives(self, outputs: torch.Tensor, *batch: torch.Tensor): ...
-
-    def dual_contributions(self, outputs: torch.Tensor, *batch: torch.Tensor): ...
-
-    def dual_step(self, gradient: torch.Tensor) -> None: ...

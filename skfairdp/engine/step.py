@@ -1,0 +1,192 @@
+"""One private step, in two halves: ``release`` on a batch, ``apply`` to the model.
+
+``release`` runs where the data are: one forward pass, per-sample gradients,
+clipping, noise (through :mod:`skfairdp.privacy.mechanisms`, recorded in the
+step's batch event), and the problem's released batch statistics. What it
+returns, a :class:`NoisyRelease`, is all that leaves the data: noised sums (not
+yet averaged), released statistics, and the normaliser. ``apply`` needs no data:
+the optimizer step on the model and the problem's dual update, which replaces
+the problem's ``state`` (W, lambda, Z) by a new value.
+
+One process trains with ``apply(release(...))``; a federated server can average
+the releases of several silos and apply once (Opacus: ``DPOptimizer.pre_step``
+clips and noises, ``step`` applies).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ..privacy.mechanisms import gaussian_sum
+from .clipping import clipped_sum
+
+
+@dataclass
+class NoisyRelease:
+    """What one step releases about its batch.
+
+    Attributes
+    ----------
+    primal : Tensor of shape (n_params,)
+        Sum over the batch of the processed per-sample gradients: clipped and
+        noised for the private objectives, exact for the public ones. Not averaged.
+    dual : Tensor or None
+        Sum of the dual rows (clipped and noised when private, plus the public
+        part), or None when the problem has no dual update this step.
+    statistics : dict of Tensor
+        Noisy batch statistics the problem released (e.g. RaCO's rate values,
+        Global Scaling's clip fraction), consumed by ``problem.apply_statistics``.
+    denominator : float
+        What the sums are divided by: the expected batch size (private) or the
+        realised one (non-private).
+    diagnostics : dict of Tensor
+        Per-sample diagnostics of the objective (raw, not private; only recorded
+        on request).
+    """
+
+    primal: torch.Tensor
+    dual: torch.Tensor | None = None
+    statistics: dict = field(default_factory=dict)
+    denominator: float = 1.0
+    diagnostics: dict = field(default_factory=dict)
+
+
+def release(
+    module, grads_of, Xb, batch, problem, noise, random, recorder, expected_batch_size
+) -> NoisyRelease:
+    """Per-sample gradients of ``problem`` on the batch, clipped, summed and noised.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The model (only read).
+    grads_of : PerSampleGradients
+        Per-sample gradient computer bound to ``module``.
+    Xb : Tensor
+        The batch's inputs (possibly empty: an empty Poisson batch still releases).
+    batch : tuple of Tensor
+        The problem's per-sample tensors (from ``problem.prepare_batch``).
+    problem : PrimalDualProblem
+    noise : NoiseConfig
+    random : RandomSource
+    recorder : EventRecorder
+        Where the noisy releases record their events.
+    expected_batch_size : float
+        The private normaliser ``q n``.
+    """
+    n_params = grads_of.n_params
+    device = Xb.device
+    primal = None
+    outputs = None
+    diagnostics: dict[str, torch.Tensor] = {}
+    statistics: dict[str, torch.Tensor] = {}
+    # Optional problem hook: private per-batch statistics the objective needs, released
+    # before it is formed (e.g. RaCO-DP's noisy histogram); see PrimalDualProblem.
+    # With a non-empty batch it runs inside grads_of, on that forward pass's outputs.
+    release_statistics = getattr(problem, "release_batch_statistics", None)
+    released, prepare = {}, None
+    if release_statistics is not None:
+
+        def prepare(outputs, *per_sample):
+            released["batch"], released["statistics"] = release_statistics(outputs, *per_sample)
+            return released["batch"]
+
+        if Xb.shape[0] == 0:
+            with torch.no_grad():
+                prepare(module(Xb), *batch)
+    # Optional problem hook replacing flat clipping (see PrimalDualProblem.private_sum).
+    private_sum = getattr(problem, "private_sum", None) if noise.private else None
+    sensitivity = noise.max_grad_norm
+    if Xb.shape[0] > 0:
+        grads, outputs, diagnostics = grads_of(
+            Xb,
+            problem.primal_objectives,
+            *batch,
+            output_gradients=getattr(problem, "primal_output_gradients", None),
+            prepare=prepare,
+        )
+        for g, is_private in zip(grads, problem.private_primal):
+            if is_private and private_sum is not None:
+                hooked = _hook(private_sum(g, Xb, *_after(released, batch)))
+                part, sensitivity = hooked[:2]
+                statistics.update(hooked[2])
+            elif is_private and noise.private:
+                part = clipped_sum(g, noise.max_grad_norm)[0]
+            else:
+                part = plain_sum(g, Xb.shape[0], device)
+            primal = part if primal is None else primal.add_(part)
+    elif private_sum is not None and any(problem.private_primal):
+        # empty batch: the hook's releases still happen
+        _, sensitivity, hook_statistics = _hook(private_sum(None, Xb, *_after(released, batch)))
+        statistics.update(hook_statistics)
+    batch = _after(released, batch)
+    statistics.update(released.get("statistics") or {})
+    if primal is None:  # empty batch
+        primal = torch.zeros(n_params, device=device, dtype=torch.float32)
+    if noise.private and any(problem.private_primal):
+        primal = gaussian_sum(primal, sensitivity, noise.primal_multiplier, random, recorder)[0]
+    denominator = expected_batch_size if noise.private else max(Xb.shape[0], 1)
+    dual = _dual_release(problem, outputs, batch, noise, random, device, recorder)
+    return NoisyRelease(primal, dual, statistics, float(denominator), diagnostics)
+
+
+def apply(release: NoisyRelease, problem, grads_of, optimizer) -> dict:
+    """The optimizer step on the model and the problem's dual update; returns the new state.
+
+    Reads nothing but the release: the averaged primal sum becomes the parameters'
+    gradient, the averaged dual sum goes to ``problem.dual_step`` and the released
+    statistics to ``problem.apply_statistics``, each of which replaces
+    ``problem.state`` by a new value.
+    """
+    primal = release.primal / release.denominator
+    for p, g in zip(grads_of.params, grads_of.unflatten(primal)):
+        p.grad = g
+    optimizer.step()
+    if release.dual is not None:
+        problem.dual_step(release.dual / release.denominator)
+    if release.statistics:
+        problem.apply_statistics(release.statistics)
+    return getattr(problem, "state", {})
+
+
+def _after(released: dict, batch):
+    return released.get("batch", batch)
+
+
+def _hook(result) -> tuple:
+    """``private_sum``'s ``(total, sensitivity[, statistics])`` as a 3-tuple."""
+    if len(result) == 2:
+        return (*result, {})
+    return result
+
+
+def _dual_release(problem, outputs, batch, noise, random, device, recorder):
+    dual_contributions = getattr(problem, "dual_contributions", None)
+    contributions = None if dual_contributions is None else dual_contributions(outputs, *batch)
+    if contributions is None:
+        return None
+    public, private_rows = contributions
+    total = public.clone() if public is not None else None
+    if private_rows is not None:
+        if noise.private:
+            part = clipped_sum(private_rows, problem.dual_clip)[0]
+            part = gaussian_sum(part, problem.dual_clip, noise.dual_multiplier, random, recorder)[0]
+        else:
+            part = plain_sum(private_rows, len(batch[0]), device)
+        total = part if total is None else total + part
+    return total
+
+
+def plain_sum(per_sample, batch_size: int, device) -> torch.Tensor:
+    """Unclipped sum of public per-sample rows (no privacy at stake: no clipping).
+
+    A tensor, an object with ``plain_sum()`` (raw float32 arithmetic), or one with
+    ``weighted_sum``.
+    """
+    if isinstance(per_sample, torch.Tensor):
+        return per_sample.sum(0)
+    if hasattr(per_sample, "plain_sum"):
+        return per_sample.plain_sum()
+    return per_sample.weighted_sum(torch.ones(batch_size, device=device))
