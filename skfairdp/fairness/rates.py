@@ -235,6 +235,26 @@ class DemographicParity(_Family):
         return rows
 
 
+def _conditional_parity(tag, group_labels, labels, classes, tolerance) -> list[RateConstraint]:
+    """``P_k(z, y=c) - P_k(not z, y=c) <= tolerance`` for every group z, label c, class k."""
+    rows = []
+    for z in group_labels:
+        rest = _others(group_labels, z)
+        for c in labels:
+            for k in classes:
+                rows.append(
+                    RateConstraint(
+                        [
+                            (Cells(groups=[z], labels=[c]), {k: 1.0}),
+                            (Cells(groups=rest, labels=[c]), {k: -1.0}),
+                        ],
+                        tolerance,
+                        name=f"{tag}[group={_fmt(z)}, y={_fmt(c)}, yhat={_fmt(k)}]",
+                    )
+                )
+    return rows
+
+
 @dataclass
 class EqualizedOdds(_Family):
     """``P_k(z, y=c) - P_k(not z, y=c) <= tolerance`` for every group z, class k, label c.
@@ -245,22 +265,7 @@ class EqualizedOdds(_Family):
 
     def expand(self, group_labels, classes):
         _need_groups("EqualizedOdds", group_labels)
-        rows = []
-        for z in group_labels:
-            rest = _others(group_labels, z)
-            for c in classes:
-                for k in classes:
-                    rows.append(
-                        RateConstraint(
-                            [
-                                (Cells(groups=[z], labels=[c]), {k: 1.0}),
-                                (Cells(groups=rest, labels=[c]), {k: -1.0}),
-                            ],
-                            self.tolerance,
-                            name=f"EO[group={_fmt(z)}, y={_fmt(c)}, yhat={_fmt(k)}]",
-                        )
-                    )
-        return rows
+        return _conditional_parity("EO", group_labels, classes, classes, self.tolerance)
 
 
 @dataclass
@@ -280,21 +285,7 @@ class EqualOpportunity(_Family):
         _need_groups("EqualOpportunity", group_labels)
         c = classes[-1] if self.positive_label is None else self.positive_label
         _select([c], list(classes), "class label")
-        rows = []
-        for z in group_labels:
-            rest = _others(group_labels, z)
-            for k in classes:
-                rows.append(
-                    RateConstraint(
-                        [
-                            (Cells(groups=[z], labels=[c]), {k: 1.0}),
-                            (Cells(groups=rest, labels=[c]), {k: -1.0}),
-                        ],
-                        self.tolerance,
-                        name=f"EOpp[group={_fmt(z)}, y={_fmt(c)}, yhat={_fmt(k)}]",
-                    )
-                )
-        return rows
+        return _conditional_parity("EOpp", group_labels, [c], classes, self.tolerance)
 
 
 @dataclass
