@@ -47,5 +47,5 @@ def warn_if_degenerate(estimator, X, y) -> None:
         + ". (This check reads the training data; it is not part of the privacy guarantee "
         "and nothing of it is stored in the model.)",
         DegenerateModelWarning,
-        stacklevel=3,
+        stacklevel=4,  # user -> fit -> _private_fit -> here
     )

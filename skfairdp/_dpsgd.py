@@ -1,10 +1,12 @@
-"""Shared fit of the DP-SGD family: cross-entropy, one private gradient release per step.
+"""The DP-SGD family: cross-entropy, one private gradient release (and maybe a count) per step.
 
 :class:`~skfairdp.GlobalScalingDPClassifier` and the paper's comparison methods
 (:mod:`skfairdp.baselines`) differ only in how a step processes per-sample
 gradients (the problem's ``private_sum`` hook) and in whether a step also
-releases a noisy count on the same batch. Everything else lives here: validation,
-noise calibration, the executed :class:`dp_accounting.DpEvent`, the training loop.
+releases a noisy count on the same batch. They fit by the base's one template
+(:meth:`skfairdp.base.PrivateClassifierBase._private_fit`); what they share
+beyond it lives here: the calibration of a gradient and a count released on
+the same batch, and the activation of the default MLP.
 
 Accounting of a step that releases a gradient sum (multiplier ``z1``) and a
 count (multiplier ``z2``) computed on the same Poisson batch:
@@ -22,28 +24,18 @@ from __future__ import annotations
 
 import math
 import warnings
-from numbers import Real
 
 import dp_accounting
-import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval
 
-from .base import PrivateClassifierBase
-from .engine import NoiseConfig, train
+from .base import FitContext, NoisePlan, PrivateClassifierBase
 from .nn import build_module
 from .privacy import (
-    EventRecorder,
-    PoissonSampler,
-    RandomSource,
-    ShuffledBatches,
     calibration,
     epsilon_spent,
     joint_noise_multiplier,
-    resolve_delta,
     sampled_gaussian_steps_event,
 )
-from .privacy.accountant import epsilon_history
 from .privacy.events import compose
 
 ACCOUNTING = ("joint", "composed")
@@ -110,18 +102,36 @@ def split_noise_multiplier(effective: float, count_noise_multiplier: float) -> f
     return z1
 
 
+class CrossEntropyProblem:
+    """The DP-SGD family's objective as the engine sees it: per-sample cross-entropy.
+
+    Batches hold (label, group) rows (the group is 0 for estimators without
+    groups). Subclasses say how a step processes the per-sample gradients (a
+    ``private_sum`` hook) and, when a step releases a statistic on the same
+    batch, record it in their ``recorder``.
+    """
+
+    private_primal = (True,)
+    dual_clip = 0.0  # no dual rows: the engine noises nothing but the gradient sum
+
+    def prepare_batch(self, codes):
+        return codes[:, 0], codes[:, 1]
+
+    def primal_objectives(self, outputs, y, groups):
+        loss = torch.nn.functional.cross_entropy(outputs, y, reduction="none")
+        return (loss,), {"loss": loss}
+
+
 class NoisySGDClassifierBase(PrivateClassifierBase):
-    """Cross-entropy classifier trained by a DP-SGD variant (shared fit).
+    """Cross-entropy classifier trained by a DP-SGD variant (the fit is the base's template).
 
     Subclasses implement ``_make_problem`` (the per-step processing, as an
     engine problem with a ``private_sum`` hook; a problem releasing a count
-    records it in the ``recorder`` it is given), ``_count_noise_multiplier``
-    (``inf`` when a step releases nothing but the gradient) and, when they use
-    groups, ``_encode_groups``.
+    records it in ``ctx.recorder``), ``_count_noise_multiplier`` (``inf`` when a
+    step releases nothing but the gradient) and, when they use groups,
+    ``_encode_groups``. This class adds the calibration of a gradient and a
+    count released on the same batch (module docstring).
     """
-
-    # No ``_parameter_constraints``: each estimator declares exactly its own
-    # (:func:`skfairdp.base.parameter_constraints`).
 
     def _build_module(self, n_features: int, n_outputs: int) -> torch.nn.Module:
         kwargs = self._prefixed("module__")
@@ -135,127 +145,30 @@ class NoisySGDClassifierBase(PrivateClassifierBase):
             module_kwargs=kwargs,
         )
 
-    # -- hooks ------------------------------------------------------------
     def _count_noise_multiplier(self) -> float:
         return math.inf
 
-    def _encode_groups(self, sensitive_features, n: int) -> np.ndarray:
-        return np.zeros(n, dtype=np.int64)
-
-    def _make_problem(self, *, random, expected_batch_size, device, n_classes, private, recorder):
-        """The engine problem of one fit (with a ``private_sum`` hook)."""
-        raise NotImplementedError
-
-    def _after_fit(self, problem) -> None:
-        """Copy the problem's (private) telemetry to fitted attributes."""
-
     def _accounting(self) -> str:
-        return getattr(self, "accounting", "joint")
+        return getattr(self, "accounting", "joint")  # a shared parameter
 
-    # -- fit --------------------------------------------------------------
-    def _fit(self, X, y, sensitive_features=None):
-        self._validate_params()
-        X, y_enc = self._validate_X_y(X, y)
-        n, n_classes = X.shape[0], len(self.classes_)
-        groups = self._encode_groups(sensitive_features, n)
-        self._check_extra_params(n_classes)
-        private = not math.isinf(self.epsilon)
-        delta = resolve_delta(self.delta, n) if private else 0.0
-        device = self._device()
-        random = RandomSource(self.random_state, secure_mode=self.secure_mode, device=device)
+    def _recorded_view(self) -> str:
+        # "composed": the papers' view of a step (gradient and count as if independent)
+        return "separate" if self._accounting() == "composed" else "joint"
 
-        sampling_rate = min(1.0, self.batch_size / n)
-        sampler = (
-            PoissonSampler(n, sampling_rate, random)
-            if private
-            else ShuffledBatches(n, self.batch_size, random)
-        )
-        planned_steps = self.max_epochs * sampler.steps_per_epoch
-        count_z = self._count_noise_multiplier() if private else math.inf
-        accounting = self._accounting()
-        if private:
-            z1 = self._calibrate(delta, sampling_rate, planned_steps, count_z, accounting)
+    def _calibrate(self, ctx: FitContext) -> NoisePlan:
+        count_z = self._count_noise_multiplier()
+        if self._accounting() == "joint" or math.isinf(count_z):
+            z1 = split_noise_multiplier(self._calibrated_effective(ctx), count_z)
         else:
-            z1 = math.inf
-        self.noise_multiplier_ = z1
-        self.effective_noise_multiplier_ = joint_noise_multiplier(z1, count_z)
-
-        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-            torch.manual_seed(random.torch_seed())
-            self.module_ = self._build_module(X.shape[1], n_classes).to(
-                device=device, dtype=torch.float32
-            )
-        optimizer = self._build_optimizer(self.module_)
-        # what the fit releases, as it runs ("composed": the papers' view of a step)
-        recorder = EventRecorder("separate" if accounting == "composed" else "joint")
-        if not private:
-            recorder.record(dp_accounting.NonPrivateDpEvent())
-        problem = self._make_problem(
-            random=random,
-            expected_batch_size=sampler.expected_batch_size,
-            device=device,
-            n_classes=n_classes,
-            private=private,
-            recorder=recorder,
+            z1 = self._calibrate_composed(ctx, count_z)
+        return NoisePlan(
+            primal=z1, statistics=count_z, effective=joint_noise_multiplier(z1, count_z)
         )
-        packed = np.stack([y_enc, groups], axis=1)
-        tensors = (torch.as_tensor(packed).to(device),)
-        noise = NoiseConfig(float(self.max_grad_norm), z1, None) if private else NoiseConfig()
-        self.module_.train()
-        result = train(
-            self.module_,
-            torch.from_numpy(np.ascontiguousarray(X)).to(device),
-            tensors,
-            problem,
-            sampler=sampler,
-            optimizer=optimizer,
-            noise=noise,
-            random=random,
-            max_epochs=self.max_epochs,
-            callbacks=list(getattr(self, "callbacks", None) or ()),
-            net=self,
-            verbose=self.verbose,
-            record_diagnostics=self._record_diagnostics(),
-            recorder=recorder,
-        )
-        self.module_.eval()
-        self.n_steps_ = result.steps
-        self.history_ = result.history
-        self._after_fit(problem)
-        # the recorded event; per-epoch epsilons from what was recorded by each epoch's end
-        self.dp_event_ = recorder.build()
-        *per_epoch, self.privacy_spent_ = epsilon_history(
-            [*result.epoch_events, self.dp_event_], delta
-        )
-        for row, spent in zip(self.history_, per_epoch):
-            row["epsilon"] = spent.epsilon
-        if private and accounting == "composed" and not math.isinf(count_z):
-            sound = epsilon_spent(recorder.build("joint"), delta)
-            warnings.warn(
-                f"accounting='composed' reproduces the paper's accounting, which composes the "
-                f"gradient and the count as if their batches were independent; they share the "
-                f"batch, and the sound (joint) epsilon of this fit is {sound.epsilon:.4g}, not "
-                f"{self.privacy_spent_.epsilon:.4g}. Use accounting='joint' outside "
-                "reproductions.",
-                UserWarning,
-                stacklevel=3,
-            )
-        return self
 
-    def _check_extra_params(self, n_classes: int) -> None:
-        """Cross-parameter checks of subclasses (after data validation)."""
-
-    def _calibrate(self, delta, sampling_rate, steps, count_z, accounting) -> float:
-        if accounting == "joint" or math.isinf(count_z):
-
-            def event(z):
-                return sampled_gaussian_steps_event(z, sampling_rate, steps)
-
-            effective = calibration.calibrate_noise_multiplier(self.epsilon, delta, event)
-            return split_noise_multiplier(effective, count_z)
-
+    def _calibrate_composed(self, ctx: FitContext, count_z: float) -> float:
+        q, steps = ctx.sampling_rate, ctx.planned_steps
         count_only = epsilon_spent(
-            sampled_gaussian_steps_event(count_z, sampling_rate, steps), delta
+            sampled_gaussian_steps_event(count_z, q, steps), ctx.delta
         ).epsilon
         if count_only >= self.epsilon:
             raise ValueError(
@@ -265,10 +178,23 @@ class NoisySGDClassifierBase(PrivateClassifierBase):
             )
 
         def composed(z):
-            return step_events(z, count_z, sampling_rate, steps, "composed")
+            return ctx.planned_event(step_events(z, count_z, q, steps, "composed"))
 
-        return calibration.calibrate_noise_multiplier(self.epsilon, delta, composed)
+        return calibration.calibrate_noise_multiplier(self.epsilon, ctx.delta, composed)
 
-
-POSITIVE = Interval(Real, 0, None, closed="neither")
-NON_NEGATIVE = Interval(Real, 0, None, closed="left")
+    def _report_accounting(self, ctx: FitContext) -> None:
+        if (
+            ctx.private
+            and self._accounting() == "composed"
+            and math.isfinite(self._count_noise_multiplier())
+        ):
+            sound = epsilon_spent(ctx.recorder.build("joint"), ctx.delta)
+            warnings.warn(
+                f"accounting='composed' reproduces the paper's accounting, which composes the "
+                f"gradient and the count as if their batches were independent; they share the "
+                f"batch, and the sound (joint) epsilon of this fit is {sound.epsilon:.4g}, not "
+                f"{self.privacy_spent_.epsilon:.4g}. Use accounting='joint' outside "
+                "reproductions.",
+                UserWarning,
+                stacklevel=5,  # user -> fit -> _private_fit -> _fit_template -> here
+            )

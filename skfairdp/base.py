@@ -1,129 +1,212 @@
-"""Shared machinery of skfairdp's private classifiers (scikit-learn + skorch conventions)."""
+"""Shared machinery of skfairdp's private classifiers: parameters, one fit, prediction.
+
+Every estimator is a :class:`PrivateClassifierBase`. It declares its parameters
+(:func:`declare_parameters`) and fills a few hooks of the one private fit
+(:meth:`PrivateClassifierBase._private_fit`, see its docstring for the path of a
+fit); everything else (validation, randomness, sampling, calibration, module and
+optimizer, the training loop, the recorded event and what it costs) lives here.
+"""
 
 from __future__ import annotations
 
-import functools
+import math
 import warnings
-from numbers import Integral, Real
+from dataclasses import dataclass, field
 
+import dp_accounting
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.preprocessing import LabelEncoder
-from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._degenerate import warn_if_degenerate
+from ._parameters import (
+    COMMON_CONSTRAINTS,
+    NON_NEGATIVE,
+    POSITIVE,
+    SHARED_CONSTRAINTS,
+    Param,
+    ParameterDeclaration,
+    declare_parameters,
+    parameter_constraints,
+)
 from ._threads import torch_threads
-from ._validation import HiddenLayerSizes, TorchDevice, check_X, check_y, densify
-from .nn import ACTIVATIONS, build_module
-from .privacy.accountant import ACCOUNTANTS, PRIVACY_UNITS
+from ._validation import check_X, check_y, densify
+from .engine import NoiseConfig, train
+from .fairness import encode_sensitive_features
+from .nn import build_module
+from .privacy import (
+    EventRecorder,
+    PoissonSampler,
+    RandomSource,
+    ShuffledBatches,
+    calibration,
+    resolve_delta,
+    sampled_gaussian_steps_event,
+)
+from .privacy.accountant import epsilon_history
+from .privacy.events import compose
+from .privacy.sampling import CappedSampler
+
+__all__ = [
+    "COMMON_CONSTRAINTS",
+    "SHARED_CONSTRAINTS",
+    "FitContext",
+    "NON_NEGATIVE",
+    "NoisePlan",
+    "POSITIVE",
+    "Param",
+    "PrivateClassifierBase",
+    "PrivateDiagnosticsWarning",
+    "declare_parameters",
+    "parameter_constraints",
+]
 
 _PREFIXES = ("module__", "optimizer__")
+_PREDICT_CHUNK = 65536
 
 
 class PrivateDiagnosticsWarning(UserWarning):
     """A fit records diagnostics computed on raw training data (not private)."""
 
 
-def private_fit(fit):
-    """Decorator of estimators' ``fit``: torch threads from ``n_jobs``, degenerate-model check."""
+@dataclass
+class FitContext:
+    """What one fit knows before training; the template hands it to the estimator's hooks.
 
-    @functools.wraps(fit)
-    def wrapper(self, X, y, *args, **kwargs):
-        with torch_threads(getattr(self, "n_jobs", None)):
-            result = fit(self, X, y, *args, **kwargs)
-            warn_if_degenerate(self, X, y)
-        return result
-
-    return wrapper
-
-
-_PREDICT_CHUNK = 65536
-
-# -- parameter constraints ------------------------------------------------------
-# An estimator's ``_parameter_constraints`` holds exactly the parameters of its
-# ``__init__`` (sklearn's check_param_validation; tests/test_common.py checks it for
-# every estimator). Each estimator builds it with :func:`parameter_constraints` from
-# the block every estimator takes, the shared entries it names, and its own entries.
-
-#: Parameters that every estimator's ``__init__`` takes.
-COMMON_CONSTRAINTS: dict = {
-    # privacy target and clipping
-    "epsilon": [Interval(Real, 0, None, closed="neither"), Options(Real, {np.inf})],
-    "delta": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="neither")],
-    "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
-    # training and model
-    "lr": [Interval(Real, 0, None, closed="neither")],
-    "batch_size": [Interval(Integral, 1, None, closed="left")],
-    "max_epochs": [Interval(Integral, 1, None, closed="left")],
-    "module": [None, type, HasMethods(["forward"])],
-    "hidden_layer_sizes": [HiddenLayerSizes()],
-    "optimizer": [type],
-    # execution
-    "callbacks": [None, list, tuple],
-    "random_state": ["random_state"],
-    "secure_mode": ["boolean"],
-    "device": [TorchDevice()],
-    "verbose": ["verbose"],
-    "n_jobs": [
-        None,
-        Interval(Integral, None, -1, closed="right"),
-        Interval(Integral, 1, None, closed="left"),
-    ],
-    "record_private_diagnostics": ["boolean"],
-}
-
-#: Parameters that several (not all) estimators take; each names the ones it takes.
-SHARED_CONSTRAINTS: dict = {
-    "privacy_unit": [StrOptions(set(PRIVACY_UNITS))],
-    "accountant": [StrOptions(set(ACCOUNTANTS))],
-    "iterate": [StrOptions({"last", "random"})],
-    "calibration": [StrOptions({"accountant", "paper"})],
-    "sensitive_values": [None, "array-like", dict],
-    "activation": [StrOptions(set(ACTIVATIONS))],
-    "accounting": [StrOptions({"joint", "composed"})],  # = _dpsgd.ACCOUNTING
-    "count_noise_multiplier": [Interval(Real, 0, None, closed="neither")],
-}
-
-
-def parameter_constraints(*shared: str, own: dict | None = None) -> dict:
-    """An estimator's ``_parameter_constraints``.
-
-    :data:`COMMON_CONSTRAINTS`, plus the :data:`SHARED_CONSTRAINTS` entries named in
-    ``shared``, plus ``own`` (the estimator's own parameters). A name that is not
-    shared, or an own entry that redefines a common or shared one, is an error: each
-    parameter is constrained in one place.
+    Attributes
+    ----------
+    X : ndarray of float32, shape (n_samples, n_features)
+    y : ndarray of int64, shape (n_samples,)
+        Class indices into ``classes_``.
+    groups : ndarray of int64, shape (n_samples,)
+        Group codes from ``_encode_groups`` (zeros when the estimator uses none).
+    n_classes : int
+    private : bool
+        ``epsilon < inf``.
+    delta : float
+        Resolved target delta (0 for non-private fits).
+    device : torch.device
+    random : RandomSource
+        The fit's only source of sampling, noise and initialisation randomness.
+    sampler : PoissonSampler or ShuffledBatches
+        Poisson batches of rate ``sampling_rate`` (private) or shuffled epochs.
+    planned_steps : int
+        ``max_epochs * sampler.steps_per_epoch``.
+    recorder : EventRecorder
+        Where every executed release records its event; ``dp_event_`` is its
+        ``build()``.
+    upfront_event : DpEvent
+        The planned event of the releases made before training (returned by
+        ``_upfront_releases``); calibration plans with it.
+    released : dict
+        The estimator's own values from ``_upfront_releases`` (e.g. DP-FERMI's
+        released group priors), for its later hooks.
     """
-    own = dict(own or {})
-    unknown = sorted(set(shared) - set(SHARED_CONSTRAINTS))
-    if unknown:
-        raise ValueError(f"not in SHARED_CONSTRAINTS: {unknown}")
-    redefined = sorted(set(own) & (set(COMMON_CONSTRAINTS) | set(SHARED_CONSTRAINTS)))
-    if redefined:
-        raise ValueError(f"own constraints redefine common/shared ones: {redefined}")
-    return {
-        **COMMON_CONSTRAINTS,
-        **{name: SHARED_CONSTRAINTS[name] for name in shared},
-        **own,
-    }
+
+    X: np.ndarray
+    y: np.ndarray
+    groups: np.ndarray
+    n_classes: int
+    private: bool
+    delta: float
+    device: torch.device
+    random: RandomSource
+    sampler: PoissonSampler | ShuffledBatches
+    planned_steps: int
+    recorder: EventRecorder
+    upfront_event: dp_accounting.DpEvent = field(default_factory=dp_accounting.NoOpDpEvent)
+    released: dict = field(default_factory=dict)
+
+    @property
+    def n_samples(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def sampling_rate(self) -> float:
+        """Poisson rate ``q = min(1, batch_size / n)``."""
+        return self.sampler.sampling_rate
+
+    @property
+    def mechanisms(self) -> dict:
+        """``random`` and ``recorder``: what a problem releasing statistics in its hooks needs."""
+        return {"random": self.random, "recorder": self.recorder}
+
+    def planned_event(self, steps_event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
+        """The fit's planned event: the up-front releases, then ``steps_event``."""
+        return compose([self.upfront_event, steps_event])
+
+
+@dataclass(frozen=True)
+class NoisePlan:
+    """The noise of one fit, as calibrated (``inf``: that release adds no noise / does not run).
+
+    Attributes
+    ----------
+    primal : float
+        Gradient-noise std over the clipping norm (``noise_multiplier_``).
+    dual : float
+        Noise multiplier of the dual rows the engine releases (DP-FERMI's W).
+    statistics : float
+        Noise multiplier (or Laplace scale) of the batch statistics a problem
+        releases in its hooks (a count, a histogram).
+    effective : float
+        Joint Gaussian multiplier of one step's releases
+        (``effective_noise_multiplier_``).
+    steps : int or None
+        Steps to run when fewer than planned (a fixed noise multiplier capped by
+        the budget); ``None`` runs every planned step.
+    """
+
+    primal: float = math.inf
+    dual: float = math.inf
+    statistics: float = math.inf
+    effective: float = math.inf
+    steps: int | None = None
 
 
 class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
-    """Base class: parameter routing, validation, module building and prediction.
+    """Base class: declared parameters, the one private fit, prediction.
 
-    Subclasses store their parameters in ``__init__`` and forward ``**kwargs``
-    (``module__*``/``optimizer__*``) to :meth:`_store_prefixed`. Those prefixed
-    parameters are visible to ``get_params``/``set_params``, so ``GridSearchCV``
+    **Parameters.** A subclass sets ``_parameters = declare_parameters(...)``;
+    its ``__init__`` and ``_parameter_constraints`` are made from it (each
+    estimator declares exactly its own parameters, never inheriting a constraint
+    for one it lacks). Keyword arguments ``module__*``/``optimizer__*`` are
+    stored too and visible to ``get_params``/``set_params``, so ``GridSearchCV``
     can tune the architecture, as in skorch.
+
+    **Fit.** :meth:`fit` runs :meth:`_private_fit`, the one template of every
+    estimator. A subclass fills in:
+
+    - ``_make_problem(ctx, plan)`` (required): the engine problem, i.e. the
+      per-sample objective, the statistics released per batch and the dual update;
+    - ``_calibrate(ctx)``: the :class:`NoisePlan` meeting ``(epsilon, delta)``
+      (default: one Gaussian per step, calibrated by :meth:`_calibrated_effective`);
+    - ``_encode_groups(sensitive_features, n_samples)``: group codes (default: none);
+    - ``_upfront_releases(ctx)``: releases before training, e.g. a noisy
+      histogram (default: none), returning their planned event;
+    - ``_per_row_tensors(ctx)``: the per-row tensors the problem's batches hold
+      (default: labels and groups);
+    - ``_store_fitted(problem, plan)``: fitted attributes from the problem;
+    - ``_check_params()``, ``_accountant_options()``, ``_recorded_view()``,
+      ``_report_accounting(ctx)``: cross-parameter checks, the accountant that
+      prices the event, the view of same-batch releases, warnings about the
+      accounting.
     """
 
     # fairlearn-style: request sensitive_features for fit under metadata routing.
     __metadata_request__fit = {"sensitive_features": True}
 
-    # No ``_parameter_constraints`` here (nor in NoisySGDClassifierBase): each
-    # estimator builds its own with :func:`parameter_constraints`, so none
-    # inherits a constraint for a parameter its ``__init__`` lacks.
+    #: The estimator's parameter declaration (set by each concrete estimator).
+    _parameters: ParameterDeclaration | None = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        declaration = vars(cls).get("_parameters")
+        if declaration is not None:
+            cls._parameter_constraints = dict(declaration.constraints)
+            cls.__init__ = declaration.make_init(cls)
 
     # -- skorch-style prefixed parameters ---------------------------------
     def _store_prefixed(self, kwargs: dict) -> None:
@@ -201,6 +284,200 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
         params = [p for p in module.parameters() if p.requires_grad]
         return self.optimizer(params, lr=self.lr, **self._prefixed("optimizer__"))
 
+    # -- the one private fit -------------------------------------------------
+    def fit(self, X, y, *, sensitive_features=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+            Features (without the sensitive attribute, usually).
+        y : array-like of shape (n_samples,)
+            Class labels.
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
+            Group membership; several columns form joint groups. Required when the
+            estimator's objective or constraints use groups (see the class
+            docstring); not needed by ``predict``. Routed by metadata routing
+            inside a ``Pipeline`` or ``GridSearchCV``.
+
+        Returns
+        -------
+        self
+        """
+        return self._private_fit(X, y, sensitive_features)
+
+    def _private_fit(self, X, y, sensitive_features=None):
+        """The template of every fit (torch threads from ``n_jobs``, degenerate-model check).
+
+        validate parameters and data -> encode groups -> resolve delta, device,
+        random source, sampler (Poisson when private) -> up-front releases ->
+        calibrate the noise -> build module and optimizer (initialised from the
+        random source) -> the problem -> train (release, apply per step, every
+        release recorded) -> fitted attributes -> ``dp_event_`` (the recorded
+        event) -> ``privacy_spent_`` and the per-epoch epsilons of ``history_``.
+        """
+        with torch_threads(self.n_jobs):
+            self._fit_template(X, y, sensitive_features)
+            warn_if_degenerate(self, X, y)
+        return self
+
+    def _fit_template(self, X, y, sensitive_features):
+        self._validate_params()
+        self._check_params()
+        X, y_enc = self._validate_X_y(X, y)
+        ctx = self._fit_context(X, y_enc, self._encode_groups(sensitive_features, X.shape[0]))
+        if not ctx.private:
+            ctx.recorder.record(dp_accounting.NonPrivateDpEvent())
+        ctx.upfront_event = self._upfront_releases(ctx)
+        plan = self._calibrate(ctx) if ctx.private else NoisePlan()
+        self.noise_multiplier_ = plan.primal
+        self.effective_noise_multiplier_ = plan.effective
+        sampler, max_epochs = ctx.sampler, self.max_epochs
+        if plan.steps is not None and plan.steps < ctx.planned_steps:
+            sampler = CappedSampler(sampler, plan.steps)
+            max_epochs = max(1, math.ceil(plan.steps / sampler.steps_per_epoch))
+
+        with torch.random.fork_rng(devices=[ctx.device] if ctx.device.type == "cuda" else []):
+            torch.manual_seed(ctx.random.torch_seed())
+            self.module_ = self._build_module(X.shape[1], ctx.n_classes).to(
+                device=ctx.device, dtype=torch.float32
+            )
+        optimizer = self._build_optimizer(self.module_)
+        problem = self._make_problem(ctx, plan)
+        noise = (
+            NoiseConfig(float(self.max_grad_norm), plan.primal, plan.dual)
+            if ctx.private
+            else NoiseConfig()
+        )
+        self.module_.train()
+        result = train(
+            self.module_,
+            torch.from_numpy(np.ascontiguousarray(X)).to(ctx.device),
+            tuple(t.to(ctx.device) for t in self._per_row_tensors(ctx)),
+            problem,
+            sampler=sampler,
+            optimizer=optimizer,
+            noise=noise,
+            random=ctx.random,
+            max_epochs=max_epochs,
+            iterate=getattr(self, "iterate", "last"),  # a shared parameter
+            callbacks=list(self.callbacks or ()),
+            net=self,
+            verbose=self.verbose,
+            record_diagnostics=self._record_diagnostics(),
+            recorder=ctx.recorder,
+        )
+        self.module_.eval()
+        self.n_steps_ = result.steps
+        self.history_ = result.history
+        self._store_fitted(problem, plan)
+        # the recorded event; per-epoch epsilons from what was recorded by each epoch's end
+        self.dp_event_ = ctx.recorder.build()
+        *per_epoch, self.privacy_spent_ = epsilon_history(
+            [*result.epoch_events, self.dp_event_], ctx.delta, **self._accountant_options()
+        )
+        self._report_accounting(ctx)
+        for row, spent in zip(self.history_, per_epoch):
+            row["epsilon"] = spent.epsilon
+
+    def _fit_context(self, X, y_enc, groups) -> FitContext:
+        n = X.shape[0]
+        private = not math.isinf(self.epsilon)
+        device = self._device()
+        random = RandomSource(self.random_state, secure_mode=self.secure_mode, device=device)
+        sampler = (
+            PoissonSampler(n, min(1.0, self.batch_size / n), random)
+            if private
+            else ShuffledBatches(n, self.batch_size, random)
+        )
+        return FitContext(
+            X=X,
+            y=y_enc,
+            groups=groups,
+            n_classes=len(self.classes_),
+            private=private,
+            delta=resolve_delta(self.delta, n) if private else 0.0,
+            device=device,
+            random=random,
+            sampler=sampler,
+            planned_steps=self.max_epochs * sampler.steps_per_epoch,
+            recorder=EventRecorder(self._recorded_view()),
+        )
+
+    # -- hooks of the fit (defaults) ---------------------------------------
+    def _check_params(self) -> None:
+        """Cross-parameter checks, before the data are read."""
+
+    def _encode_groups(self, sensitive_features, n_samples: int) -> np.ndarray:
+        """Group codes of the rows (default: the estimator uses no groups)."""
+        return np.zeros(n_samples, dtype=np.int64)
+
+    def _encode_sensitive(self, sensitive_features, n_samples: int, required: str | None):
+        """Encode groups into ``group_encoder_``; ``required``: the error when they are missing.
+
+        Without ``sensitive_features`` (and ``required`` None) every row is in one
+        group and ``group_encoder_`` is None.
+        """
+        if sensitive_features is None:
+            if required is not None:
+                raise ValueError(required)
+            self.group_encoder_ = None
+            return np.zeros(n_samples, dtype=np.int64)
+        codes, self.group_encoder_ = encode_sensitive_features(
+            sensitive_features, n_samples, sensitive_values=self.sensitive_values
+        )
+        return codes
+
+    def _upfront_releases(self, ctx: FitContext) -> dp_accounting.DpEvent:
+        """Releases before training (recorded in ``ctx.recorder``); returns their planned event."""
+        return dp_accounting.NoOpDpEvent()
+
+    def _calibrate(self, ctx: FitContext) -> NoisePlan:
+        """The noise of a private fit (default: one Gaussian release per step)."""
+        z = self._calibrated_effective(ctx)
+        return NoisePlan(primal=z, effective=z)
+
+    def _calibrated_effective(self, ctx: FitContext) -> float:
+        """Smallest joint per-step multiplier for which the planned event meets the target.
+
+        The plan is the up-front releases, then ``planned_steps`` Poisson-sampled
+        Gaussian steps (:func:`skfairdp.privacy.calibration.calibrate_noise_multiplier`).
+        """
+        q, steps = ctx.sampling_rate, ctx.planned_steps
+
+        def event(z):
+            return ctx.planned_event(sampled_gaussian_steps_event(z, q, steps))
+
+        return calibration.calibrate_noise_multiplier(
+            self.epsilon, ctx.delta, event, **self._accountant_options()
+        )
+
+    def _make_problem(self, ctx: FitContext, plan: NoisePlan):
+        """The engine problem of one fit (see :class:`skfairdp.engine.PrimalDualProblem`)."""
+        raise NotImplementedError
+
+    def _param_values(self, *names: str) -> dict:
+        """``{name: value}`` of parameters that go to the problem unchanged."""
+        return {name: getattr(self, name) for name in names}
+
+    def _per_row_tensors(self, ctx: FitContext) -> tuple[torch.Tensor, ...]:
+        """Per-row tensors indexed with each batch (default: one int64 column pair (y, group))."""
+        return (torch.as_tensor(np.stack([ctx.y, ctx.groups], axis=1)),)
+
+    def _store_fitted(self, problem, plan: NoisePlan) -> None:
+        """Fitted attributes from the trained problem (released values only)."""
+
+    def _accountant_options(self) -> dict:
+        """Keyword arguments of the accountant that calibrates and prices the fit's event."""
+        return {}
+
+    def _recorded_view(self) -> str:
+        """How ``dp_event_`` combines releases on one batch (see :class:`EventRecorder`)."""
+        return "joint"
+
+    def _report_accounting(self, ctx: FitContext) -> None:
+        """After ``privacy_spent_``: other views of the recorded event, warnings."""
+
     # -- prediction ---------------------------------------------------------
     def _logits(self, X) -> np.ndarray:
         check_is_fitted(self, "module_")
@@ -246,7 +523,7 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
     # -- what every fit does around the algorithm ----------------------------
     def _record_diagnostics(self) -> bool:
         """Whether to put raw training diagnostics in ``history_`` (warns: not private)."""
-        record = bool(getattr(self, "record_private_diagnostics", False))
+        record = bool(self.record_private_diagnostics)
         if record:
             warnings.warn(
                 f"{type(self).__name__}(record_private_diagnostics=True): history_ will hold "
@@ -254,7 +531,7 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
                 "batches. They are NOT covered by privacy_spent_; do not publish or ship this "
                 "model (pickle it only without history_).",
                 PrivateDiagnosticsWarning,
-                stacklevel=3,
+                stacklevel=5,  # user -> fit -> _private_fit -> _fit_template -> here
             )
         return record
 

@@ -13,31 +13,18 @@ import math
 import warnings
 from numbers import Real
 
-import dp_accounting
 import numpy as np
 import torch
+from dp_accounting import NoOpDpEvent
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import ermi
-from .base import PrivateClassifierBase, parameter_constraints, private_fit
-from .engine import NoiseConfig, train
-from .fairness import check_min_group_fraction, encode_sensitive_features
-from .privacy import (
-    EventRecorder,
-    PoissonSampler,
-    RandomSource,
-    ShuffledBatches,
-    calibration,
-    gaussian_release_event,
-    joint_noise_multiplier,
-    noisy_histogram,
-    resolve_delta,
-    sampled_gaussian_steps_event,
-)
-from .privacy.accountant import PLD_DISCRETIZATION, epsilon_history, resolve_accountant
+from .base import POSITIVE, NoisePlan, Param, PrivateClassifierBase, declare_parameters
+from .fairness import check_min_group_fraction
+from .privacy import gaussian_release_event, joint_noise_multiplier, noisy_histogram
+from .privacy.accountant import PLD_DISCRETIZATION, resolve_accountant
 from .privacy.analytic import gaussian_noise_multiplier
 from .privacy.closed_form import theorem_3_3_preconditions, theorem_3_3_sigmas
-from .privacy.events import compose
 
 FAIRNESS_NOTIONS = ("demographic_parity", "equalized_odds", "equal_opportunity")
 # Share of epsilon given to the one-off noisy group histogram when p_S is not public.
@@ -51,6 +38,20 @@ DENSE_W_LIMIT = 4096
 # lr_w="auto" is this fraction of the paper's 1 / beta_w = 1 / (2 lambda): stable for
 # every lambda, and W averages its noisy per-batch gradients over ~10 steps.
 AUTO_LR_W_FRACTION = 0.1
+
+
+def w_clip_norm(fairness_weight: float, pinv: torch.Tensor) -> float:
+    """Clipping norm of one row's W-gradient: ``lambda * 2 * max pinv``.
+
+    Row i's W-gradient is ``2 w_i (pinv_i e_{s_i} 1^T - W[b_i]) diag(F_i)``. Its
+    s-dependent part has norm ``<= 2 pinv_i ||F_i|| <= 2 max pinv``: the exact bound
+    under ``privacy_unit="sensitive"``. Under ``"record"`` the worst case over the
+    ball adds ``2 * w_radius``, but at ``W = 0`` and at the independence optimum
+    (``W*[r, j] = sqrt(p_r)``, column norm ``sqrt(pinv^2 - 1)``) the whole row is
+    within ``2 max pinv`` too, so we clip there: clipping sets the sensitivity
+    either way, and the loose bound more than doubled W's noise.
+    """
+    return float(fairness_weight) * 2.0 * float(pinv.max())
 
 
 class ErmiProblem:
@@ -79,14 +80,7 @@ class ErmiProblem:
         # record: the whole objective is private; sensitive: only the s-dependent part.
         # (with lambda = 0 the s-dependent part is identically zero: nothing to noise)
         self.private_primal = (False, self.lam > 0) if self.sensitive_unit else (True,)
-        max_pinv = float(pinv.max())
-        # Row i's W-gradient is 2 w_i (pinv_i e_{s_i} 1^T - W[b_i]) diag(F_i). Its s-dependent
-        # part has norm <= 2 pinv_i ||F_i|| <= 2 max pinv: the exact bound under "sensitive".
-        # Under "record" the worst case over the ball adds 2 * w_radius, but at W = 0 and at
-        # the independence optimum (W*[r, j] = sqrt(p_r), column norm sqrt(pinv^2 - 1)) the
-        # whole row is within 2 max pinv too, so we clip there: clipping sets the
-        # sensitivity either way, and the loose bound more than doubled W's noise.
-        self.dual_clip = self.lam * 2.0 * max_pinv
+        self.dual_clip = w_clip_norm(self.lam, pinv)
 
     @property
     def W(self) -> torch.Tensor:
@@ -294,168 +288,58 @@ class DPFermiClassifier(PrivateClassifierBase):
     n_steps_ : int
     """
 
-    _parameter_constraints: dict = parameter_constraints(
+    _parameters = declare_parameters(
         "privacy_unit",
-        "accountant",
         "iterate",
         "calibration",
+        "accountant",
         "sensitive_values",
         own={
-            "fairness": [StrOptions(set(FAIRNESS_NOTIONS))],
-            "fairness_weight": [Interval(Real, 0, None, closed="left")],
-            "w_radius": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-            "rho": [Interval(Real, 0, 0.5, closed="right")],
-            "group_priors": [None, "array-like", dict],
-            "lr_w": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+            "fairness": Param("demographic_parity", [StrOptions(set(FAIRNESS_NOTIONS))]),
+            "fairness_weight": Param(1.0, [Interval(Real, 0, None, closed="left")]),
+            "w_radius": Param("auto", [StrOptions({"auto"}), POSITIVE]),
+            "rho": Param(0.05, [Interval(Real, 0, 0.5, closed="right")]),
+            "group_priors": Param(None, [None, "array-like", dict]),
+            "lr_w": Param("auto", [StrOptions({"auto"}), POSITIVE]),
         },
+        defaults={"max_epochs": 40},
+        positional=("fairness", "fairness_weight"),
     )
 
-    def __init__(
-        self,
-        fairness: str = "demographic_parity",
-        fairness_weight: float = 1.0,
-        epsilon: float = 1.0,
-        delta="auto",
-        privacy_unit: str = "record",
-        max_grad_norm: float = 1.0,
-        w_radius="auto",
-        rho: float = 0.05,
-        group_priors=None,
-        lr: float = 0.1,
-        lr_w="auto",
-        batch_size: int = 256,
-        max_epochs: int = 40,
-        iterate: str = "last",
-        calibration: str = "accountant",
-        accountant: str = "auto",
-        module=None,
-        hidden_layer_sizes=(),
-        optimizer=torch.optim.SGD,
-        sensitive_values=None,
-        callbacks=None,
-        random_state=None,
-        secure_mode: bool = False,
-        device="cpu",
-        n_jobs=None,
-        record_private_diagnostics: bool = False,
-        verbose: int = 0,
-        **kwargs,
-    ):
-        self.fairness = fairness
-        self.fairness_weight = fairness_weight
-        self.epsilon = epsilon
-        self.delta = delta
-        self.privacy_unit = privacy_unit
-        self.max_grad_norm = max_grad_norm
-        self.w_radius = w_radius
-        self.rho = rho
-        self.group_priors = group_priors
-        self.lr = lr
-        self.lr_w = lr_w
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.iterate = iterate
-        self.calibration = calibration
-        self.accountant = accountant
-        self.module = module
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.optimizer = optimizer
-        self.sensitive_values = sensitive_values
-        self.callbacks = callbacks
-        self.random_state = random_state
-        self.secure_mode = secure_mode
-        self.device = device
-        self.n_jobs = n_jobs
-        self.record_private_diagnostics = record_private_diagnostics
-        self.verbose = verbose
-        self._store_prefixed(kwargs)
+    # -- hooks of the fit template ----------------------------------------------
+    def _encode_groups(self, sensitive_features, n_samples):
+        required = (
+            "sensitive_features is required when fairness_weight > 0: pass "
+            "fit(X, y, sensitive_features=...) (with metadata routing enabled inside a "
+            "Pipeline or GridSearchCV), or set fairness_weight=0."
+            if self.fairness_weight > 0
+            else None
+        )
+        return self._encode_sensitive(sensitive_features, n_samples, required)
 
-    @private_fit
-    def fit(self, X, y, *, sensitive_features=None):
-        """Fit the model.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Features (without the sensitive attribute, usually).
-        y : array-like of shape (n_samples,)
-            Class labels (binary or multi-class).
-        sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
-            Group membership; several columns form joint groups. Required unless
-            ``fairness_weight == 0``.
-
-        Returns
-        -------
-        self
-        """
-        self._validate_params()
-        X, y_enc = self._validate_X_y(X, y)
-        n, n_classes = X.shape[0], len(self.classes_)
+    def _upfront_releases(self, ctx):
+        """Group priors (one noisy histogram unless public) and label weights; W's ball."""
+        n, n_classes, private = ctx.n_samples, ctx.n_classes, ctx.private
         lam = float(self.fairness_weight)
-        private = not math.isinf(self.epsilon)
-        delta = resolve_delta(self.delta, n) if private else 0.0
-        device = self._device()
-        random = RandomSource(self.random_state, secure_mode=self.secure_mode, device=device)
-
-        uses_groups = lam > 0
-        if sensitive_features is None and uses_groups:
-            raise ValueError(
-                "sensitive_features is required when fairness_weight > 0: pass "
-                "fit(X, y, sensitive_features=...) (with metadata routing enabled inside a "
-                "Pipeline or GridSearchCV), or set fairness_weight=0."
-            )
-        if sensitive_features is not None:
-            codes, self.group_encoder_ = encode_sensitive_features(
-                sensitive_features, n, sensitive_values=self.sensitive_values
-            )
-            n_groups = self.group_encoder_.n_groups_
-        else:
-            codes, self.group_encoder_, n_groups = np.zeros(n, dtype=np.int64), None, 1
-
-        block, active, n_blocks = self._blocks(y_enc, n_classes)
+        n_groups = self.group_encoder_.n_groups_ if self.group_encoder_ is not None else 1
+        block, active, n_blocks = self._blocks(ctx.y, n_classes)
         rho = float(self.rho)
         sensitive_unit = self.privacy_unit == "sensitive"
+        uses_groups = lam > 0
         releases_priors = uses_groups and self.group_priors is None
         conditional = uses_groups and self.fairness != "demographic_parity"
         # label frequencies (for the label weights) are private only under "record"
-        releases_histogram = releases_priors or (conditional and not sensitive_unit)
-
-        sampling_rate = min(1.0, self.batch_size / n)
-        sampler = (
-            PoissonSampler(n, sampling_rate, random)
-            if private
-            else ShuffledBatches(n, self.batch_size, random)
-        )
-        planned_steps = self.max_epochs * sampler.steps_per_epoch
-
-        # --- noise: histogram share first, then the per-step multipliers ---------
-        account = {"accountant": self.accountant, "privacy_unit": self.privacy_unit}
+        releases_histogram = private and (releases_priors or (conditional and not sensitive_unit))
         hist_z = math.inf
-        if private and releases_histogram:
+        if releases_histogram:
             # Sized by the exact Gaussian curve, which reaches any epsilon > 0 (an RDP
             # conversion bottoms out near 0.006); the whole event is accounted below.
             # Under "sensitive", PLD's replace-one Gaussian is a shift of 2 per unit.
             share = GROUP_PRIOR_BUDGET_SHARE
             hist_z = gaussian_noise_multiplier(
-                share * self.epsilon, share * delta, sensitivity=2.0 if sensitive_unit else 1.0
+                share * self.epsilon, share * ctx.delta, sensitivity=2.0 if sensitive_unit else 1.0
             )
-        hist_event = gaussian_release_event(hist_z) if private and releases_histogram else None
-
-        recorder = EventRecorder()  # what the fit releases, as it runs
-        if not private:
-            recorder.record(dp_accounting.NonPrivateDpEvent())
-        priors, label_freq = self._group_priors(
-            y_enc,
-            codes,
-            n_classes,
-            n_groups,
-            n_blocks,
-            hist_z,
-            private,
-            sensitive_unit,
-            random,
-            recorder,
-        )
+        priors, label_freq = self._group_priors(ctx, n_groups, n_blocks, hist_z)
         self.group_priors_ = priors
         self.label_weights_ = (
             1.0 / (n_classes * np.maximum(label_freq, rho)) if conditional else np.ones(n_classes)
@@ -477,9 +361,10 @@ class DPFermiClassifier(PrivateClassifierBase):
                     f"and were clamped at rho={rho:g}; for an accurate fairness weighting "
                     "pass public group_priors=... or use a larger epsilon.",
                     UserWarning,
-                    stacklevel=3,
+                    stacklevel=5,  # user -> fit -> _private_fit -> _fit_template -> here
                 )
-        pinv = torch.as_tensor(np.maximum(priors, rho), dtype=torch.float32).rsqrt().to(device)
+        pinv = torch.as_tensor(np.maximum(priors, rho), dtype=torch.float32).rsqrt()
+        pinv = pinv.to(ctx.device)
         # ||W*[b]||_F <= sqrt(l) * max_r pinv[b, r] for every theta (pinv is public:
         # released noisily or given), and <= sqrt(l / rho) since priors are clamped at rho.
         w_radius = (
@@ -487,87 +372,58 @@ class DPFermiClassifier(PrivateClassifierBase):
             if self.w_radius == "auto"
             else float(self.w_radius)
         )
+        ctx.released.update(
+            block=block, active=active, n_blocks=n_blocks, n_groups=n_groups, pinv=pinv,
+            w_radius=w_radius, dual_clip=w_clip_norm(lam, pinv),
+        )  # fmt: skip
+        return gaussian_release_event(hist_z) if releases_histogram else NoOpDpEvent()
 
-        has_private_primal = private and (not sensitive_unit or lam > 0)
-        has_dual = private and lam > 0
-        problem = ErmiProblem(
-            W=torch.zeros(n_blocks, n_groups, n_classes, device=device),
-            pinv=pinv,
+    def _calibrate(self, ctx):
+        lam = float(self.fairness_weight)
+        # with lambda = 0 under "sensitive" nothing depends on s: nothing to noise
+        has_dual = lam > 0
+        if not (has_dual or self.privacy_unit == "record"):
+            return NoisePlan()
+        if self.calibration == "paper":
+            z_theta, z_w = self._paper_multipliers(ctx, has_dual)
+        else:
+            ratio = DUAL_NOISE_RATIO if has_dual else math.inf
+            spread = math.sqrt(1.0 + ratio**-2)  # z_theta = z_eff spread when z_w = ratio z_theta
+            z_theta = self._calibrated_effective_or_explain(ctx) * spread
+            z_w = ratio * z_theta if has_dual else math.inf
+        return NoisePlan(primal=z_theta, dual=z_w, effective=joint_noise_multiplier(z_theta, z_w))
+
+    def _make_problem(self, ctx, plan):
+        lam = float(self.fairness_weight)
+        released = ctx.released
+        return ErmiProblem(
+            W=torch.zeros(
+                released["n_blocks"], released["n_groups"], ctx.n_classes, device=ctx.device
+            ),
+            pinv=released["pinv"],
             fairness_weight=lam,
-            w_radius=w_radius,
+            w_radius=released["w_radius"],
             lr_w=(AUTO_LR_W_FRACTION / (2.0 * lam) if lam > 0 else 0.0)
             if self.lr_w == "auto"
             else self.lr_w,
             privacy_unit=self.privacy_unit,
             all_active=self.fairness != "equal_opportunity",  # from the notion, not the data
         )
-        z_theta, z_w = self._noise_multipliers(
-            private,
-            has_private_primal,
-            has_dual,
-            hist_event,
-            sampling_rate,
-            planned_steps,
-            delta,
-            n,
-            w_radius,
-            n_classes,
-            problem.dual_clip,
-            lam,
-            account,
-        )
-        self.noise_multiplier_ = z_theta
-        self.dual_noise_multiplier_ = z_w
-        self.effective_noise_multiplier_ = (
-            joint_noise_multiplier(z_theta, z_w) if has_private_primal or has_dual else math.inf
-        )
 
-        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-            torch.manual_seed(random.torch_seed())
-            self.module_ = self._build_module(X.shape[1], n_classes).to(
-                device=device, dtype=torch.float32
-            )
-        optimizer = self._build_optimizer(self.module_)
+    def _per_row_tensors(self, ctx):
         # two packed tensors (int codes, float weights): two index_selects per step
-        packed = np.stack([y_enc, codes, block], axis=1)
-        dual_weight = lam * active
-        weights = np.stack([dual_weight * self.label_weights_[y_enc], dual_weight], axis=1)
-        tensors = (
-            torch.as_tensor(packed).to(device),
-            torch.as_tensor(weights, dtype=torch.float32).to(device),
-        )
-        noise = NoiseConfig(float(self.max_grad_norm), z_theta, z_w) if private else NoiseConfig()
-        self.module_.train()
-        result = train(
-            self.module_,
-            torch.from_numpy(np.ascontiguousarray(X)).to(device),
-            tensors,
-            problem,
-            sampler=sampler,
-            optimizer=optimizer,
-            noise=noise,
-            random=random,
-            max_epochs=self.max_epochs,
-            iterate=self.iterate,
-            callbacks=list(self.callbacks or ()),
-            net=self,
-            verbose=self.verbose,
-            record_diagnostics=self._record_diagnostics(),
-            recorder=recorder,
-        )
-        self.module_.eval()
-        self.W_ = problem.W.cpu().numpy()
-        self.n_steps_ = result.steps
-        self.history_ = result.history
+        block, active = ctx.released["block"], ctx.released["active"]
+        packed = np.stack([ctx.y, ctx.groups, block], axis=1)
+        dual_weight = float(self.fairness_weight) * active
+        weights = np.stack([dual_weight * self.label_weights_[ctx.y], dual_weight], axis=1)
+        return torch.as_tensor(packed), torch.as_tensor(weights, dtype=torch.float32)
 
-        # the recorded event; per-epoch epsilons from what was recorded by each epoch's end
-        self.dp_event_ = recorder.build()
-        *per_epoch, self.privacy_spent_ = epsilon_history(
-            [*result.epoch_events, self.dp_event_], delta, **account
-        )
-        for row, spent in zip(self.history_, per_epoch):
-            row["epsilon"] = spent.epsilon
-        return self
+    def _store_fitted(self, problem, plan) -> None:
+        self.W_ = problem.W.cpu().numpy()
+        self.dual_noise_multiplier_ = plan.dual
+
+    def _accountant_options(self) -> dict:
+        return {"accountant": self.accountant, "privacy_unit": self.privacy_unit}
 
     # -- pieces of fit ----------------------------------------------------------
     def _blocks(self, y_enc, n_classes):
@@ -590,19 +446,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             return [[f"{g} | y={classes[-1]!r}" for g in groups]]
         return [[f"{g} | y={c!r}" for g in groups] for c in classes[:n_blocks]]
 
-    def _group_priors(
-        self,
-        y_enc,
-        codes,
-        n_classes,
-        n_groups,
-        n_blocks,
-        hist_z,
-        private,
-        sensitive_unit,
-        random,
-        recorder,
-    ):
+    def _group_priors(self, ctx, n_groups, n_blocks, hist_z):
         """Group priors per block and, for conditional notions, label frequencies.
 
         Everything private comes from one noisy histogram: of groups (demographic
@@ -611,6 +455,8 @@ class DPFermiClassifier(PrivateClassifierBase):
         ``privacy_unit="record"`` a conditional notion releases a label histogram
         instead; under ``"sensitive"`` labels are public and counted exactly.
         """
+        y_enc, codes, n_classes = ctx.y, ctx.groups, ctx.n_classes
+        sensitive_unit = self.privacy_unit == "sensitive"
         uniform = np.full((n_blocks, n_groups), 1.0 / n_groups)
         if self.fairness_weight == 0:
             return uniform, None
@@ -618,17 +464,17 @@ class DPFermiClassifier(PrivateClassifierBase):
 
         def released(cells, n_cells, moves_two):
             counts = np.bincount(cells, minlength=n_cells).astype(float)
-            if private:
+            if ctx.private:
                 # record: one row moves one count (L2 sensitivity 1); sensitive: a
                 # replaced s moves two counts by 1 (L2 distance sqrt 2), and PLD's
                 # replace-one Gaussian models a shift of 2 per unit of sensitivity:
                 # sensitivity 1 / sqrt 2, sigma = z / sqrt 2.
                 noisy, _ = noisy_histogram(
                     torch.from_numpy(counts),
-                    random,
+                    ctx.random,
                     noise_multiplier=hist_z,
                     sensitivity=math.sqrt(0.5) if moves_two else 1.0,
-                    recorder=recorder,
+                    recorder=ctx.recorder,
                 )
                 counts = noisy.numpy()
             return np.clip(counts, 0.0, None)
@@ -682,55 +528,27 @@ class DPFermiClassifier(PrivateClassifierBase):
             return as_vector(spec[self.classes_[-1]], f"[{self.classes_[-1]!r}]")[None, :]
         return np.stack([as_vector(spec[c], f"[{c!r}]") for c in self.classes_])
 
-    def _noise_multipliers(
-        self,
-        private,
-        has_private_primal,
-        has_dual,
-        hist_event,
-        sampling_rate,
-        steps,
-        delta,
-        n,
-        w_radius,
-        n_classes,
-        dual_clip,
-        lam,
-        account,
-    ):
-        if not private or not (has_private_primal or has_dual):
-            return math.inf, math.inf
-        if self.calibration == "paper":
-            return self._paper_multipliers(
-                delta, n, steps, w_radius, n_classes, dual_clip, lam, has_dual
-            )
-        ratio = DUAL_NOISE_RATIO if has_dual else math.inf
-        spread = math.sqrt(1.0 + ratio**-2)  # z_theta = z_eff * spread when z_w = ratio * z_theta
-
-        def event(z_eff):
-            return _fit_event(hist_event, z_eff, sampling_rate, steps)
-
+    def _calibrated_effective_or_explain(self, ctx) -> float:
+        """The base's calibration, its failure explained in DP-FERMI's terms."""
         try:
-            z_eff = calibration.calibrate_noise_multiplier(self.epsilon, delta, event, **account)
+            return self._calibrated_effective(ctx)
         except ValueError as exc:
             hist = (
                 f" after the one-off group histogram ({GROUP_PRIOR_BUDGET_SHARE:.0%} of "
                 "epsilon; public group_priors=... remove it)"
-                if hist_event is not None
+                if not isinstance(ctx.upfront_event, NoOpDpEvent)
                 else ""
             )
             raise ValueError(
-                f"epsilon={self.epsilon:g} at delta={delta:g} cannot be met by the {steps} "
-                f"per-step gradient releases (sampling rate {sampling_rate:.3g}){hist}: {exc}. "
-                f"Raise epsilon or delta, or lower max_epochs; {_accountant_hint(account)}."
+                f"epsilon={self.epsilon:g} at delta={ctx.delta:g} cannot be met by the "
+                f"{ctx.planned_steps} per-step gradient releases (sampling rate "
+                f"{ctx.sampling_rate:.3g}){hist}: {exc}. Raise epsilon or delta, or lower "
+                f"max_epochs; {_accountant_hint(self._accountant_options())}."
             ) from exc
-        if not has_private_primal:
-            return math.inf, z_eff
-        z_theta = z_eff * spread
-        return z_theta, (ratio * z_theta if has_dual else math.inf)
 
-    def _paper_multipliers(self, delta, n, steps, w_radius, n_classes, dual_clip, lam, has_dual):
-        m = self.batch_size
+    def _paper_multipliers(self, ctx, has_dual):
+        delta, n, steps, m = ctx.delta, ctx.n_samples, ctx.planned_steps, self.batch_size
+        lam, w_radius = float(self.fairness_weight), ctx.released["w_radius"]
         problems = theorem_3_3_preconditions(
             epsilon=self.epsilon, delta=delta, n_samples=n, batch_size=m, steps=steps
         )
@@ -741,7 +559,7 @@ class DPFermiClassifier(PrivateClassifierBase):
                 + "); its sigmas then carry no guarantee. privacy_spent_ reports what the "
                 "accountant says the executed event costs.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=6,  # user -> fit -> _private_fit -> _fit_template -> _calibrate
             )
         sensitive_only = self.privacy_unit == "sensitive"
         sigmas = theorem_3_3_sigmas(
@@ -752,7 +570,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             rho=float(self.rho),
             lipschitz=float(self.max_grad_norm),
             w_bound=w_radius,
-            n_classes=n_classes,
+            n_classes=ctx.n_classes,
             sensitive_only=sensitive_only,
         )
         # The sigmas are stds on averaged gradients; ours is added to sums of m rows.
@@ -760,7 +578,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         # lambda in both units (digest §2.6 P4).
         theta_std = sigmas.sigma_theta * m * (lam if sensitive_only else 1.0)
         z_theta = theta_std / self.max_grad_norm if theta_std > 0 else math.inf
-        z_w = (lam * sigmas.sigma_w * m) / dual_clip if has_dual else math.inf
+        z_w = (lam * sigmas.sigma_w * m) / ctx.released["dual_clip"] if has_dual else math.inf
         return z_theta, z_w
 
 
@@ -770,16 +588,4 @@ def _accountant_hint(account: dict) -> str:
     return (
         f"the PLD accountant's discretisation ({PLD_DISCRETIZATION:g}) floors the epsilon it "
         "can certify near that value"
-    )
-
-
-def _fit_event(hist_event, noise_multiplier, sampling_rate, steps):
-    """The event calibration plans with: the optional prior histogram, then T joint steps.
-
-    The fit's ``dp_event_`` is what its mechanisms recorded as they ran; for the
-    executed steps it equals this plan (tests/test_recorded_events.py).
-    """
-    return compose(
-        ([hist_event] if hist_event is not None else [])
-        + [sampled_gaussian_steps_event(noise_multiplier, sampling_rate, steps)]
     )

@@ -29,8 +29,8 @@ import torch
 from sklearn.utils import metadata_routing
 from sklearn.utils._param_validation import StrOptions
 
-from ._dpsgd import NON_NEGATIVE, POSITIVE, NoisySGDClassifierBase
-from .base import parameter_constraints, private_fit
+from ._dpsgd import CrossEntropyProblem, NoisySGDClassifierBase
+from .base import NON_NEGATIVE, POSITIVE, Param, declare_parameters
 from .privacy import EventRecorder, noisy_count
 
 VARIANTS = ("adapt", "global", "clip")
@@ -86,7 +86,7 @@ def update_z(
     return z
 
 
-class GlobalScalingProblem:
+class GlobalScalingProblem(CrossEntropyProblem):
     """One fit's per-step processing, as the engine sees it.
 
     Holds ``Z`` (a device scalar, so a step needs no host synchronisation) and
@@ -94,9 +94,6 @@ class GlobalScalingProblem:
     The count release is recorded in ``recorder`` (the fit's, shared with the
     engine; a new one by default).
     """
-
-    private_primal = (True,)
-    dual_clip = 0.0
 
     def __init__(
         self,
@@ -132,13 +129,6 @@ class GlobalScalingProblem:
     def z(self) -> torch.Tensor:
         """The current bound ``Z`` (``state["z"]``)."""
         return self.state["z"]
-
-    def prepare_batch(self, codes):
-        return (codes[:, 0],)
-
-    def primal_objectives(self, outputs, y):
-        loss = torch.nn.functional.cross_entropy(outputs, y, reduction="none")
-        return (loss,), {"loss": loss}
 
     def private_sum(self, per_sample, X, *batch):
         """``sum_i gamma_i g_i`` (sensitivity ``C0``); "adapt" also releases the clip fraction."""
@@ -227,25 +217,10 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
         Optional clamps of ``Z`` after each update (post-processing of the
         released count, so free). ``z_min=max_grad_norm`` enforces the paper's
         ``Z >= C0``; not needed for privacy, see :func:`scaling_weights`.
-    optimizer : torch.optim.Optimizer class, default=torch.optim.SGD
-        Receives ``lr`` and ``optimizer__*`` parameters.
-    callbacks : None or list, default=None
-        skorch-style callbacks.
-    random_state : None, int or RandomState, default=None
-        Seeds initialisation, sampling and noise (experiments only).
-    secure_mode : bool, default=False
-        Draw sampling and noise from the OS CSPRNG.
-    device : str, default="cpu"
-    n_jobs : int or None, default=None
-        torch intra-op threads during ``fit`` (restored after): ``None`` is 1,
-        the fastest for small tabular models; ``-1`` uses all CPUs.
-    record_private_diagnostics : bool, default=False
-        Also record the exact per-epoch training loss (and objective terms) in
-        ``history_``. Computed on raw training data and NOT private: it warns,
-        and the model should then not be shipped with its history.
-    verbose : int, default=0
-    **kwargs
-        ``module__*`` and ``optimizer__*`` parameters.
+    optimizer, callbacks, random_state, secure_mode, device, n_jobs,
+    record_private_diagnostics, verbose, **kwargs
+        As in :class:`~skfairdp.DPFermiClassifier` (seeded noise is for
+        experiments only).
 
     Attributes
     ----------
@@ -277,77 +252,22 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
     # base class's request, so routers never send them here.
     __metadata_request__fit = {"sensitive_features": metadata_routing.UNUSED}
 
-    _parameter_constraints: dict = parameter_constraints(
-        "activation",
-        "accounting",
+    _parameters = declare_parameters(
         "count_noise_multiplier",
+        "accounting",
+        "activation",
         own={
-            "variant": [StrOptions(set(VARIANTS))],
-            "z_init": [POSITIVE],
-            "z_lr": [NON_NEGATIVE],
-            "z_threshold": [NON_NEGATIVE],
-            "z_min": [None, POSITIVE],
-            "z_max": [None, POSITIVE],
+            "variant": Param("adapt", [StrOptions(set(VARIANTS))]),
+            "z_init": Param(50.0, [POSITIVE]),
+            "z_lr": Param(0.1, [NON_NEGATIVE]),
+            "z_threshold": Param(1.0, [NON_NEGATIVE]),
+            "z_min": Param(None, [None, POSITIVE]),
+            "z_max": Param(None, [None, POSITIVE]),
         },
+        defaults={"hidden_layer_sizes": (256, 256)},
+        positional=("variant",),
     )
 
-    def __init__(
-        self,
-        variant: str = "adapt",
-        epsilon: float = 1.0,
-        delta="auto",
-        max_grad_norm: float = 1.0,
-        z_init: float = 50.0,
-        z_lr: float = 0.1,
-        z_threshold: float = 1.0,
-        count_noise_multiplier: float = 10.0,
-        accounting: str = "joint",
-        lr: float = 0.1,
-        batch_size: int = 256,
-        max_epochs: int = 20,
-        module=None,
-        hidden_layer_sizes=(256, 256),
-        activation: str = "tanh",
-        z_min: float | None = None,
-        z_max: float | None = None,
-        optimizer=torch.optim.SGD,
-        callbacks=None,
-        random_state=None,
-        secure_mode: bool = False,
-        device="cpu",
-        n_jobs=None,
-        record_private_diagnostics: bool = False,
-        verbose: int = 0,
-        **kwargs,
-    ):
-        self.variant = variant
-        self.epsilon = epsilon
-        self.delta = delta
-        self.max_grad_norm = max_grad_norm
-        self.z_init = z_init
-        self.z_lr = z_lr
-        self.z_threshold = z_threshold
-        self.count_noise_multiplier = count_noise_multiplier
-        self.accounting = accounting
-        self.lr = lr
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.module = module
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.activation = activation
-        self.z_min = z_min
-        self.z_max = z_max
-        self.optimizer = optimizer
-        self.callbacks = callbacks
-        self.random_state = random_state
-        self.secure_mode = secure_mode
-        self.device = device
-        self.n_jobs = n_jobs
-        self.record_private_diagnostics = record_private_diagnostics
-        self.verbose = verbose
-        self._store_prefixed(kwargs)
-
-    @private_fit
     def fit(self, X, y):
         """Fit the model (no group labels: every row is treated alike).
 
@@ -360,9 +280,9 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
         -------
         self
         """
-        return self._fit(X, y)
+        return self._private_fit(X, y)
 
-    def _check_extra_params(self, n_classes: int) -> None:
+    def _check_params(self) -> None:
         if self.z_min is not None and self.z_max is not None and self.z_min > self.z_max:
             raise ValueError(
                 f"z_min={self.z_min!r} must not exceed z_max={self.z_max!r} (clamps of Z)"
@@ -371,23 +291,17 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
     def _count_noise_multiplier(self) -> float:
         return float(self.count_noise_multiplier) if self.variant == "adapt" else math.inf
 
-    def _make_problem(self, *, random, expected_batch_size, device, n_classes, private, recorder):
+    def _make_problem(self, ctx, plan):
+        names = ("variant", "max_grad_norm", "z_init", "z_lr", "z_threshold", "z_min", "z_max")
         return GlobalScalingProblem(
-            variant=self.variant,
-            max_grad_norm=self.max_grad_norm,
-            z_init=self.z_init,
-            z_lr=self.z_lr,
-            z_threshold=self.z_threshold,
-            count_noise_std=self.count_noise_multiplier,
-            expected_batch_size=expected_batch_size,
-            z_min=self.z_min,
-            z_max=self.z_max,
-            random=random,
-            device=device,
-            recorder=recorder,
+            **self._param_values(*names),
+            **ctx.mechanisms,
+            count_noise_std=plan.statistics,
+            expected_batch_size=ctx.sampler.expected_batch_size,
+            device=ctx.device,
         )
 
-    def _after_fit(self, problem) -> None:
+    def _store_fitted(self, problem, plan) -> None:
         def stacked(log):
             if not log:
                 return np.zeros(0)

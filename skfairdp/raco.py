@@ -26,30 +26,30 @@ from __future__ import annotations
 
 import math
 import warnings
-from numbers import Real
 
 import dp_accounting
 import numpy as np
 import torch
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 
-from .base import PrivateClassifierBase, parameter_constraints, private_fit
-from .engine import NoiseConfig, train
-from .fairness import encode_sensitive_features
+from .base import (
+    NON_NEGATIVE,
+    POSITIVE,
+    NoisePlan,
+    Param,
+    PrivateClassifierBase,
+    declare_parameters,
+)
 from .fairness.rates import CONSTRAINT_NAMES, compile_rate_constraints, resolve_constraints
 from .privacy import (
     EventRecorder,
-    PoissonSampler,
     RandomSource,
-    ShuffledBatches,
     calibration,
     epsilon_spent,
     joint_noise_multiplier,
     noisy_histogram,
-    resolve_delta,
     sampled_gaussian_steps_event,
 )
-from .privacy.accountant import epsilon_history
 from .privacy.joint import joint_sampled_event
 from .privacy.mechanisms import laplace_noise  # noqa: F401  (re-exported: raco.laplace_noise)
 
@@ -222,38 +222,6 @@ class RacoProblem:
         return (grad,), {"loss": loss}
 
 
-class _CappedSampler:
-    """Stops a sampler after ``max_steps`` batches in total (the last epoch is partial)."""
-
-    def __init__(self, sampler, max_steps: int):
-        self.sampler = sampler
-        self.max_steps = int(max_steps)
-        self.taken = 0
-
-    @property
-    def expected_batch_size(self) -> float:
-        return self.sampler.expected_batch_size
-
-    @property
-    def sampling_rate(self) -> float:
-        return self.sampler.sampling_rate
-
-    @property
-    def poisson(self) -> bool:
-        return getattr(self.sampler, "poisson", False)
-
-    @property
-    def steps_per_epoch(self) -> int:
-        return self.sampler.steps_per_epoch
-
-    def epoch(self):
-        for batch in self.sampler.epoch():
-            if self.taken >= self.max_steps:
-                return
-            self.taken += 1
-            yield batch
-
-
 class RaCODPClassifier(PrivateClassifierBase):
     """Differentially private rate-constrained classifier by RaCO-DP.
 
@@ -348,7 +316,8 @@ class RaCODPClassifier(PrivateClassifierBase):
     histogram_noise_multiplier_ : float
         Histogram Gaussian std or Laplace scale.
     effective_noise_multiplier_ : float
-        Joint Gaussian multiplier of a step (Gaussian histograms; ``nan`` otherwise).
+        Joint Gaussian multiplier of a step (Gaussian histograms; ``nan`` for Laplace
+        histograms, ``inf`` for non-private fits).
     n_steps_ : int
     history_ : skorch.history.History
         Per epoch: ``loss`` (raw batches, NOT private), ``constraint_violation``
@@ -356,113 +325,31 @@ class RaCODPClassifier(PrivateClassifierBase):
         released histograms: private), ``lambda_max``, ``epsilon``, ``steps``, ``dur``.
     """
 
-    _parameter_constraints: dict = parameter_constraints(
-        "accountant",
+    _parameters = declare_parameters(
         "calibration",
+        "accountant",
         "sensitive_values",
         own={
-            "constraints": [
-                StrOptions(set(CONSTRAINT_NAMES)),
-                list,
-                tuple,
-                HasMethods(["expand"]),
-            ],
-            "tolerance": [Interval(Real, 0, None, closed="left")],
-            "temperature": [Interval(Real, 0, None, closed="neither")],
-            "histogram_noise": [StrOptions({"gaussian", "laplace"})],
-            "histogram_noise_multiplier": [
-                StrOptions({"auto"}),
-                Interval(Real, 0, None, closed="neither"),
-            ],
-            "noise_multiplier": [None, Interval(Real, 0, None, closed="neither")],
-            "lr_dual": [Interval(Real, 0, None, closed="neither")],
-            "dual_bound": [None, Interval(Real, 0, None, closed="neither")],
+            "constraints": Param(
+                "demographic_parity",
+                [StrOptions(set(CONSTRAINT_NAMES)), list, tuple, HasMethods(["expand"])],
+            ),
+            "tolerance": Param(0.05, [NON_NEGATIVE]),
+            "temperature": Param(1.0, [POSITIVE]),
+            "histogram_noise": Param("gaussian", [StrOptions({"gaussian", "laplace"})]),
+            "histogram_noise_multiplier": Param("auto", [StrOptions({"auto"}), POSITIVE]),
+            "noise_multiplier": Param(None, [None, POSITIVE]),
+            "lr_dual": Param(1.0, [POSITIVE]),
+            "dual_bound": Param(None, [None, POSITIVE]),
         },
+        defaults={"max_grad_norm": 3.0, "batch_size": 512, "max_epochs": 30},
+        positional=("constraints", "tolerance"),
     )
 
-    def __init__(
-        self,
-        constraints="demographic_parity",
-        tolerance: float = 0.05,
-        epsilon: float = 1.0,
-        delta="auto",
-        temperature: float = 1.0,
-        max_grad_norm: float = 3.0,
-        histogram_noise: str = "gaussian",
-        histogram_noise_multiplier="auto",
-        noise_multiplier=None,
-        calibration: str = "accountant",
-        accountant: str = "auto",
-        lr: float = 0.1,
-        lr_dual: float = 1.0,
-        dual_bound=None,
-        batch_size: int = 512,
-        max_epochs: int = 30,
-        module=None,
-        hidden_layer_sizes=(),
-        optimizer=torch.optim.SGD,
-        sensitive_values=None,
-        callbacks=None,
-        random_state=None,
-        secure_mode: bool = False,
-        device="cpu",
-        n_jobs=None,
-        record_private_diagnostics: bool = False,
-        verbose: int = 0,
-        **kwargs,
-    ):
-        self.constraints = constraints
-        self.tolerance = tolerance
-        self.epsilon = epsilon
-        self.delta = delta
-        self.temperature = temperature
-        self.max_grad_norm = max_grad_norm
-        self.histogram_noise = histogram_noise
-        self.histogram_noise_multiplier = histogram_noise_multiplier
-        self.noise_multiplier = noise_multiplier
-        self.calibration = calibration
-        self.accountant = accountant
-        self.lr = lr
-        self.lr_dual = lr_dual
-        self.dual_bound = dual_bound
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.module = module
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.optimizer = optimizer
-        self.sensitive_values = sensitive_values
-        self.callbacks = callbacks
-        self.random_state = random_state
-        self.secure_mode = secure_mode
-        self.device = device
-        self.n_jobs = n_jobs
-        self.record_private_diagnostics = record_private_diagnostics
-        self.verbose = verbose
-        self._store_prefixed(kwargs)
-
-    # -- fit ------------------------------------------------------------------
-    @private_fit
-    def fit(self, X, y, *, sensitive_features=None):
-        """Fit the model.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
-            Group membership (several columns form joint groups). Required when a
-            constraint compares groups; not needed by ``predict``.
-
-        Returns
-        -------
-        self
-        """
-        self._validate_params()
-        families = resolve_constraints(self.constraints, float(self.tolerance))
-        X, y_enc = self._validate_X_y(X, y)
-        n, n_classes = X.shape[0], len(self.classes_)
-        private = not math.isinf(self.epsilon)
-        if not private and self.noise_multiplier is not None:
+    # -- hooks of the fit template ----------------------------------------------
+    def _check_params(self) -> None:
+        resolve_constraints(self.constraints, float(self.tolerance))  # bad constraints: early
+        if math.isinf(self.epsilon) and self.noise_multiplier is not None:
             raise ValueError(
                 "noise_multiplier is set but epsilon=inf (non-private training adds no noise); "
                 "set a finite epsilon or noise_multiplier=None"
@@ -473,17 +360,12 @@ class RaCODPClassifier(PrivateClassifierBase):
                 "the Laplace histogram share a batch; only the joint PLD accounts that): use "
                 "accountant='auto' or 'pld'"
             )
-        delta = resolve_delta(self.delta, n) if private else 0.0
-        device = self._device()
-        random = RandomSource(self.random_state, secure_mode=self.secure_mode, device=device)
 
-        if sensitive_features is not None:
-            codes, self.group_encoder_ = encode_sensitive_features(
-                sensitive_features, n, sensitive_values=self.sensitive_values
-            )
-            group_labels = list(self.group_encoder_.group_labels_)
-        else:
-            codes, self.group_encoder_, group_labels = np.zeros(n, dtype=np.int64), None, [None]
+    def _encode_groups(self, sensitive_features, n_samples):
+        codes = self._encode_sensitive(sensitive_features, n_samples, required=None)
+        encoder = self.group_encoder_
+        group_labels = [None] if encoder is None else list(encoder.group_labels_)
+        families = resolve_constraints(self.constraints, float(self.tolerance))
         try:
             program = compile_rate_constraints(families, group_labels, list(self.classes_))
         except ValueError as exc:
@@ -498,94 +380,40 @@ class RaCODPClassifier(PrivateClassifierBase):
             raise ValueError(f"sensitive_features is required by constraints={self.constraints!r}")
         self.rate_program_ = program
         self.constraint_names_ = list(program.names)
-        parts = program.parts(codes, y_enc)
+        return codes
 
-        sampling_rate = min(1.0, self.batch_size / n)
-        sampler = (
-            PoissonSampler(n, sampling_rate, random)
-            if private
-            else ShuffledBatches(n, self.batch_size, random)
-        )
-        planned_steps = self.max_epochs * sampler.steps_per_epoch
-        z_grad, z_hist, steps = (
-            self._calibrate(sampling_rate, planned_steps, delta)
-            if private
-            else (math.inf, math.inf, planned_steps)
-        )
-        self.noise_multiplier_ = z_grad
-        self.histogram_noise_multiplier_ = z_hist
-        self.effective_noise_multiplier_ = (
-            joint_noise_multiplier(z_grad, z_hist)
-            if private and self.histogram_noise == "gaussian"
-            else math.nan
-        )
-        max_epochs = max(1, math.ceil(steps / sampler.steps_per_epoch))
-        if steps < planned_steps:
-            sampler = _CappedSampler(sampler, steps)
+    def _per_row_tensors(self, ctx):
+        parts = self.rate_program_.parts(ctx.groups, ctx.y)
+        return (torch.as_tensor(np.stack([ctx.y, parts], axis=1).astype(np.int64)),)
 
-        recorder = EventRecorder()  # what the fit releases, as it runs
-        if not private:
-            recorder.record(dp_accounting.NonPrivateDpEvent())
-        problem = RacoProblem(
-            membership=torch.as_tensor(program.membership, device=device),
-            coefficients=torch.as_tensor(program.coefficients, device=device),
-            bounds=torch.as_tensor(program.bounds, device=device),
+    def _calibrate(self, ctx) -> NoisePlan:
+        z_grad, z_hist, steps = self._noise_and_steps(ctx)
+        gaussian = self.histogram_noise == "gaussian"
+        return NoisePlan(
+            primal=z_grad,
+            statistics=z_hist,
+            effective=joint_noise_multiplier(z_grad, z_hist) if gaussian else math.nan,
+            steps=steps,
+        )
+
+    def _make_problem(self, ctx, plan):
+        program = self.rate_program_
+        return RacoProblem(
+            membership=torch.as_tensor(program.membership, device=ctx.device),
+            coefficients=torch.as_tensor(program.coefficients, device=ctx.device),
+            bounds=torch.as_tensor(program.bounds, device=ctx.device),
             temperature=self.temperature,
             lr_dual=self.lr_dual,
             dual_bound=None if self.dual_bound is None else float(self.dual_bound),
-            histogram_noise=self.histogram_noise if private else None,
-            histogram_scale=z_hist,
-            expected_batch_size=sampler.expected_batch_size if private else None,
-            random=random,
-            recorder=recorder,
+            histogram_noise=self.histogram_noise if ctx.private else None,
+            histogram_scale=plan.statistics,
+            expected_batch_size=ctx.sampler.expected_batch_size if ctx.private else None,
+            **ctx.mechanisms,
         )
-        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-            torch.manual_seed(random.torch_seed())
-            self.module_ = self._build_module(X.shape[1], n_classes).to(
-                device=device, dtype=torch.float32
-            )
-        optimizer = self._build_optimizer(self.module_)
-        packed = np.stack([y_enc, parts], axis=1).astype(np.int64)
-        noise = NoiseConfig(float(self.max_grad_norm), z_grad, None) if private else NoiseConfig()
-        self.module_.train()
-        result = train(
-            self.module_,
-            torch.from_numpy(np.ascontiguousarray(X)).to(device),
-            (torch.as_tensor(packed).to(device),),
-            problem,
-            sampler=sampler,
-            optimizer=optimizer,
-            noise=noise,
-            random=random,
-            max_epochs=max_epochs,
-            callbacks=list(self.callbacks or ()),
-            net=self,
-            verbose=self.verbose,
-            record_diagnostics=self._record_diagnostics(),
-            recorder=recorder,
-        )
-        self.module_.eval()
-        self.lambda_ = problem.lam.cpu().numpy().astype(float)
-        self.n_steps_ = result.steps
-        self.history_ = result.history
 
-        # the recorded event; per-epoch epsilons from what was recorded by each epoch's end
-        self.dp_event_ = recorder.build()
-        *per_epoch, self.privacy_spent_ = epsilon_history(
-            [*result.epoch_events, self.dp_event_], delta, accountant=self.accountant
-        )
-        # the authors' accounting of the same releases: each amplified separately
-        self.paper_epsilon_ = epsilon_spent(
-            recorder.build("separate"), delta, accountant="pld"
-        ).epsilon
-        if self.calibration == "paper" and self.privacy_spent_.epsilon > self.epsilon * 1.001:
-            warnings.warn(
-                f"calibration='paper' met epsilon={self.epsilon:g} by the authors' separate "
-                f"composition; the sound (joint) accountant says this run spent "
-                f"epsilon={self.privacy_spent_.epsilon:.4g} (privacy_spent_).",
-                UserWarning,
-                stacklevel=2,
-            )
+    def _store_fitted(self, problem, plan) -> None:
+        self.histogram_noise_multiplier_ = plan.statistics
+        self.lambda_ = problem.lam.cpu().numpy().astype(float)
         start = 0
         violations, lambda_max = problem.step_violations, problem.step_lambda_max
         for row in self.history_:
@@ -594,9 +422,23 @@ class RaCODPClassifier(PrivateClassifierBase):
             row["constraint_violation"] = float(np.mean(window)) if window else float("nan")
             row["lambda_max"] = lambda_max[stop - 1] if stop else 0.0
             start = stop
-        for row, spent in zip(self.history_, per_epoch):
-            row["epsilon"] = spent.epsilon
-        return self
+
+    def _accountant_options(self) -> dict:
+        return {"accountant": self.accountant}
+
+    def _report_accounting(self, ctx) -> None:
+        # the authors' accounting of the same releases: each amplified separately
+        self.paper_epsilon_ = epsilon_spent(
+            ctx.recorder.build("separate"), ctx.delta, accountant="pld"
+        ).epsilon
+        if self.calibration == "paper" and self.privacy_spent_.epsilon > self.epsilon * 1.001:
+            warnings.warn(
+                f"calibration='paper' met epsilon={self.epsilon:g} by the authors' separate "
+                f"composition; the sound (joint) accountant says this run spent "
+                f"epsilon={self.privacy_spent_.epsilon:.4g} (privacy_spent_).",
+                UserWarning,
+                stacklevel=5,  # user -> fit -> _private_fit -> _fit_template -> here
+            )
 
     # -- accounting -------------------------------------------------------------
     def _event(self, z_grad: float, z_hist: float, q: float, steps: int):
@@ -642,8 +484,9 @@ class RaCODPClassifier(PrivateClassifierBase):
             return HISTOGRAM_NOISE_RATIO * z_grad
         return float(self.histogram_noise_multiplier)
 
-    def _calibrate(self, q: float, planned_steps: int, delta: float):
+    def _noise_and_steps(self, ctx):
         """``(z_grad, z_hist, steps)`` meeting ``(epsilon, delta)``."""
+        q, planned_steps, delta = ctx.sampling_rate, ctx.planned_steps, ctx.delta
         fixed_hist = self.histogram_noise_multiplier != "auto"
         if self.noise_multiplier is not None:  # noise fixed: find the steps
             z_grad = float(self.noise_multiplier)
@@ -664,12 +507,7 @@ class RaCODPClassifier(PrivateClassifierBase):
             and not fixed_hist
         )
         if simple:  # one Gaussian per step: calibrate the joint multiplier, then split it
-            z_eff = calibration.calibrate_noise_multiplier(
-                self.epsilon,
-                delta,
-                lambda z: sampled_gaussian_steps_event(z, q, planned_steps),
-                accountant=self.accountant,
-            )
+            z_eff = self._calibrated_effective(ctx)
             z_grad = z_eff * math.sqrt(1.0 + HISTOGRAM_NOISE_RATIO**-2)
             return z_grad, HISTOGRAM_NOISE_RATIO * z_grad, planned_steps
         z_grad = calibration.calibrate_noise_multiplier(

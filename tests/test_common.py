@@ -220,3 +220,33 @@ def test_hidden_layer_sizes_must_be_positive_ints(cls):
         with pytest.raises(InvalidParameterError, match="'hidden_layer_sizes' parameter"):
             cls(hidden_layer_sizes=sizes, epsilon=np.inf, max_epochs=1).fit(X, y)
     cls(hidden_layer_sizes=[2], epsilon=np.inf, max_epochs=1)._validate_params()
+
+
+# ---------------------------------------------------------------------------
+# Parameters declared once (skfairdp/_parameters.py)
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("cls", PUBLIC, ids=_ids(PUBLIC))
+def test_init_stores_every_parameter_and_only_leading_ones_are_positional(cls):
+    signature = inspect.signature(cls.__init__)
+    declared = cls._parameters
+    assert list(signature.parameters)[1:-1] == list(declared.defaults)
+    est = cls()
+    for name, default in declared.defaults.items():
+        assert getattr(est, name) is default  # stored unchanged
+    positional = [
+        name for name, p in signature.parameters.items() if p.kind == p.POSITIONAL_OR_KEYWORD
+    ]
+    assert positional == ["self", *declared.positional]
+    with pytest.raises(TypeError):
+        cls(*range(len(declared.positional) + 1))  # e.g. epsilon is keyword-only
+
+
+def test_declare_parameters_rejects_inconsistent_declarations():
+    from skfairdp.base import Param, declare_parameters
+
+    with pytest.raises(ValueError, match="first own parameters"):
+        declare_parameters(own={"a": Param(1, [int]), "b": Param(2, [int])}, positional=("b",))
+    with pytest.raises(ValueError, match="lacks"):
+        declare_parameters(defaults={"no_such_parameter": 1})
+    declared = declare_parameters("activation", defaults={"lr": 0.5})
+    assert declared.defaults["lr"] == 0.5 and declared.defaults["activation"] == "tanh"

@@ -13,6 +13,7 @@ from sklearn.base import clone
 from torch import nn
 from torch.nn import functional as F
 
+import skfairdp.base
 import skfairdp.fermi as fermi
 from skfairdp import ermi
 from skfairdp.fermi import DPFermiClassifier, ErmiProblem
@@ -68,13 +69,13 @@ def test_lambda0_eps_inf_is_minibatch_sgd_logistic_regression(monkeypatch):
     X, y, _ = make_biased_data(n=150, seed=2)
     batches = []
 
-    class Recording(fermi.ShuffledBatches):
+    class Recording(skfairdp.base.ShuffledBatches):
         def epoch(self):
             for idx in super().epoch():
                 batches.append(idx.copy())
                 yield idx
 
-    monkeypatch.setattr(fermi, "ShuffledBatches", Recording)
+    monkeypatch.setattr(skfairdp.base, "ShuffledBatches", Recording)  # the fit template's
     record = _Record()
     lr = 0.3
     est = _fit(X, y, fairness_weight=0, epsilon=np.inf, lr=lr, batch_size=32, callbacks=[record])

@@ -18,9 +18,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._dpsgd import NoisySGDClassifierBase
-from ..base import parameter_constraints, private_fit
-from ..fairness import encode_sensitive_features
+from .._dpsgd import CrossEntropyProblem, NoisySGDClassifierBase
+from ..base import declare_parameters
 from ..privacy import EventRecorder, noisy_histogram
 
 
@@ -42,15 +41,12 @@ def group_clip_bounds(
     return float(max_grad_norm) * (1.0 + ratio / overall)
 
 
-class DPSGDFProblem:
+class DPSGDFProblem(CrossEntropyProblem):
     """DPSGD-F's per-step processing as an engine problem (``private_sum`` hook).
 
     The count release is recorded in ``recorder`` (the fit's, shared with the
     engine; a new one by default).
     """
-
-    private_primal = (True,)
-    dual_clip = 0.0
 
     def __init__(self, *, max_grad_norm, n_groups, count_noise_std, random, recorder=None):
         self.state: dict = {}  # no dual state
@@ -60,13 +56,6 @@ class DPSGDFProblem:
         self.random = random
         self.recorder = recorder if recorder is not None else EventRecorder()
         self.bounds_log: list[torch.Tensor] = []
-
-    def prepare_batch(self, codes):
-        return codes[:, 0], codes[:, 1]
-
-    def primal_objectives(self, outputs, y, groups):
-        loss = torch.nn.functional.cross_entropy(outputs, y, reduction="none")
-        return (loss,), {"loss": loss}
 
     def private_sum(self, per_sample, X, y, groups):
         k = self.n_groups
@@ -143,98 +132,35 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
         is the gradient-noise std over ``max_k C_k``.
     """
 
-    _parameter_constraints: dict = parameter_constraints(
-        "count_noise_multiplier", "accounting", "activation", "sensitive_values"
+    _parameters = declare_parameters(
+        "count_noise_multiplier",
+        "accounting",
+        "activation",
+        "sensitive_values",
+        defaults={"lr": 0.01, "hidden_layer_sizes": (256, 256)},
     )
 
-    def __init__(
-        self,
-        epsilon: float = 1.0,
-        delta="auto",
-        max_grad_norm: float = 1.0,
-        count_noise_multiplier: float = 10.0,
-        accounting: str = "joint",
-        lr: float = 0.01,
-        batch_size: int = 256,
-        max_epochs: int = 20,
-        module=None,
-        hidden_layer_sizes=(256, 256),
-        activation: str = "tanh",
-        sensitive_values=None,
-        optimizer=torch.optim.SGD,
-        callbacks=None,
-        random_state=None,
-        secure_mode: bool = False,
-        device="cpu",
-        n_jobs=None,
-        record_private_diagnostics: bool = False,
-        verbose: int = 0,
-        **kwargs,
-    ):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.max_grad_norm = max_grad_norm
-        self.count_noise_multiplier = count_noise_multiplier
-        self.accounting = accounting
-        self.lr = lr
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.module = module
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.activation = activation
-        self.sensitive_values = sensitive_values
-        self.optimizer = optimizer
-        self.callbacks = callbacks
-        self.random_state = random_state
-        self.secure_mode = secure_mode
-        self.device = device
-        self.n_jobs = n_jobs
-        self.record_private_diagnostics = record_private_diagnostics
-        self.verbose = verbose
-        self._store_prefixed(kwargs)
-
-    @private_fit
-    def fit(self, X, y, *, sensitive_features=None):
-        """Fit the model.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
-            Group labels (required).
-
-        Returns
-        -------
-        self
-        """
-        return self._fit(X, y, sensitive_features)
-
-    def _encode_groups(self, sensitive_features, n):
-        if sensitive_features is None:
-            raise ValueError(
-                f"sensitive_features is required: {type(self).__name__} clips each group at its "
-                "own bound. Pass fit(X, y, sensitive_features=...) (with metadata routing "
-                "enabled inside a Pipeline or GridSearchCV)."
-            )
-        codes, self.group_encoder_ = encode_sensitive_features(
-            sensitive_features, n, sensitive_values=self.sensitive_values
+    def _encode_groups(self, sensitive_features, n_samples):
+        return self._encode_sensitive(
+            sensitive_features,
+            n_samples,
+            required=f"sensitive_features is required: {type(self).__name__} clips each group at "
+            "its own bound. Pass fit(X, y, sensitive_features=...) (with metadata routing "
+            "enabled inside a Pipeline or GridSearchCV).",
         )
-        return codes
 
     def _count_noise_multiplier(self) -> float:
         return float(self.count_noise_multiplier)
 
-    def _make_problem(self, *, random, expected_batch_size, device, n_classes, private, recorder):
+    def _make_problem(self, ctx, plan):
         return DPSGDFProblem(
             max_grad_norm=self.max_grad_norm,
             n_groups=self.group_encoder_.n_groups_,
-            count_noise_std=self.count_noise_multiplier,
-            random=random,
-            recorder=recorder,
+            count_noise_std=plan.statistics,
+            **ctx.mechanisms,
         )
 
-    def _after_fit(self, problem) -> None:
+    def _store_fitted(self, problem, plan) -> None:
         k = self.group_encoder_.n_groups_
         self.group_clip_history_ = (
             torch.stack(problem.bounds_log).cpu().numpy()

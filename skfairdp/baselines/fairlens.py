@@ -33,22 +33,18 @@ import torch
 from sklearn.utils._param_validation import Interval
 from torch.func import functional_call, grad, vmap
 
-from .._dpsgd import NoisySGDClassifierBase
-from ..base import parameter_constraints, private_fit
+from .._dpsgd import CrossEntropyProblem, NoisySGDClassifierBase
+from ..base import Param, declare_parameters
 from ..engine import clipped_sum
 from ..engine.per_sample import finite_outputs
-from ..fairness import encode_sensitive_features
 
 
 class UnboundedSensitivityWarning(UserWarning):
     """A fit whose per-sample contributions are coupled, so ``C0`` does not bound sensitivity."""
 
 
-class FairLensProblem:
+class FairLensProblem(CrossEntropyProblem):
     """FairLens' per-step processing as an engine problem (``private_sum`` hook)."""
-
-    private_primal = (True,)
-    dual_clip = 0.0
 
     def __init__(self, *, module, max_grad_norm, lambda_clip, lambda_noise):
         self.state: dict = {}  # no dual state
@@ -57,13 +53,6 @@ class FairLensProblem:
         self.lambda_clip = float(lambda_clip)
         self.lambda_noise = float(lambda_noise)
         self.names = [n for n, p in module.named_parameters() if p.requires_grad]
-
-    def prepare_batch(self, codes):
-        return codes[:, 0], codes[:, 1]
-
-    def primal_objectives(self, outputs, y, groups):
-        loss = torch.nn.functional.cross_entropy(outputs, y, reduction="none")
-        return (loss,), {"loss": loss}
 
     def regularised_gradients(self, G, X, y, groups):
         """Per-sample gradients ``(B, P)`` of the regularised loss, given those of the loss."""
@@ -145,78 +134,18 @@ class FairLensClassifier(NoisySGDClassifierBase):
     effective_noise_multiplier_, history_, n_steps_, module_, classes_
     """
 
-    _parameter_constraints: dict = parameter_constraints(
+    _parameters = declare_parameters(
         "activation",
         "sensitive_values",
         own={
-            "lambda_clip": [Interval(Real, 0, None, closed="left")],
-            "lambda_noise": [Interval(Real, 0, None, closed="left")],
+            "lambda_clip": Param(1.0, [Interval(Real, 0, None, closed="left")]),
+            "lambda_noise": Param(1.0, [Interval(Real, 0, None, closed="left")]),
         },
+        defaults={"lr": 0.01, "hidden_layer_sizes": (256, 256)},
+        positional=("lambda_clip", "lambda_noise"),
     )
 
-    def __init__(
-        self,
-        lambda_clip: float = 1.0,
-        lambda_noise: float = 1.0,
-        epsilon: float = 1.0,
-        delta="auto",
-        max_grad_norm: float = 1.0,
-        lr: float = 0.01,
-        batch_size: int = 256,
-        max_epochs: int = 20,
-        module=None,
-        hidden_layer_sizes=(256, 256),
-        activation: str = "tanh",
-        sensitive_values=None,
-        optimizer=torch.optim.SGD,
-        callbacks=None,
-        random_state=None,
-        secure_mode: bool = False,
-        device="cpu",
-        n_jobs=None,
-        record_private_diagnostics: bool = False,
-        verbose: int = 0,
-        **kwargs,
-    ):
-        self.lambda_clip = lambda_clip
-        self.lambda_noise = lambda_noise
-        self.epsilon = epsilon
-        self.delta = delta
-        self.max_grad_norm = max_grad_norm
-        self.lr = lr
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.module = module
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.activation = activation
-        self.sensitive_values = sensitive_values
-        self.optimizer = optimizer
-        self.callbacks = callbacks
-        self.random_state = random_state
-        self.secure_mode = secure_mode
-        self.device = device
-        self.n_jobs = n_jobs
-        self.record_private_diagnostics = record_private_diagnostics
-        self.verbose = verbose
-        self._store_prefixed(kwargs)
-
-    @private_fit
-    def fit(self, X, y, *, sensitive_features=None):
-        """Fit the model.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Binary labels.
-        sensitive_features : array-like of shape (n_samples,)
-            Exactly two groups (required).
-
-        Returns
-        -------
-        self
-        """
-        self._validate_params()  # before reading epsilon (e.g. epsilon="1" is an error)
+    def _check_params(self) -> None:
         if not math.isinf(self.epsilon):
             warnings.warn(
                 "FairLensClassifier's regularisers couple the samples of a batch, so the "
@@ -225,44 +154,35 @@ class FairLensClassifier(NoisySGDClassifierBase):
                 "proven guarantee. Use GlobalScalingDPClassifier or DPSGDFClassifier for a "
                 "private model.",
                 UnboundedSensitivityWarning,
-                stacklevel=2,
+                stacklevel=5,  # user -> fit -> _private_fit -> _fit_template -> here
             )
-        return self._fit(X, y, sensitive_features)
 
-    def _encode_groups(self, sensitive_features, n):
-        if sensitive_features is None:
-            raise ValueError(
-                "sensitive_features is required: FairLensClassifier's regularisers compare two "
-                "groups. Pass fit(X, y, sensitive_features=...)."
-            )
-        codes, self.group_encoder_ = encode_sensitive_features(
-            sensitive_features, n, sensitive_values=self.sensitive_values
+    def _encode_groups(self, sensitive_features, n_samples):
+        codes = self._encode_sensitive(
+            sensitive_features,
+            n_samples,
+            required="sensitive_features is required: FairLensClassifier's regularisers "
+            "compare two groups. Pass fit(X, y, sensitive_features=...).",
         )
         if self.group_encoder_.n_groups_ != 2:
             raise ValueError(
                 "FairLensClassifier supports exactly 2 groups in sensitive_features; got "
                 f"{self.group_encoder_.n_groups_} ({list(self.group_encoder_.group_labels_)})"
             )
-        return codes
-
-    def _check_extra_params(self, n_classes: int) -> None:
-        if n_classes != 2:
+        if len(self.classes_) != 2:
             raise ValueError(
                 "Only binary classification is supported. The type of the target is "
-                f"multiclass ({n_classes} classes in y); FairLensClassifier's R2 regulariser "
-                "uses the positive-class probability."
+                f"multiclass ({len(self.classes_)} classes in y); FairLensClassifier's R2 "
+                "regulariser uses the positive-class probability."
             )
+        return codes
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
         return tags
 
-    def _make_problem(self, *, random, expected_batch_size, device, n_classes, private, recorder):
+    def _make_problem(self, ctx, plan):
         # no release inside the hook: the engine records the noisy gradient sum
-        return FairLensProblem(
-            module=self.module_,
-            max_grad_norm=self.max_grad_norm,
-            lambda_clip=self.lambda_clip,
-            lambda_noise=self.lambda_noise,
-        )
+        names = ("max_grad_norm", "lambda_clip", "lambda_noise")
+        return FairLensProblem(module=self.module_, **self._param_values(*names))

@@ -99,3 +99,39 @@ class ShuffledBatches:
         order = self.random.permutation(self.n_samples)
         for start in range(0, self.n_samples, self.batch_size):
             yield np.sort(order[start : start + self.batch_size])
+
+
+class CappedSampler:
+    """Stops a sampler after ``max_steps`` batches in total (the last epoch is partial).
+
+    For a fixed noise multiplier whose budget allows fewer steps than planned.
+    """
+
+    def __init__(self, sampler, max_steps: int):
+        self.sampler = sampler
+        self.max_steps = int(max_steps)
+        self.taken = 0
+
+    @property
+    def expected_batch_size(self) -> float:
+        return self.sampler.expected_batch_size
+
+    @property
+    def sampling_rate(self) -> float:
+        return self.sampler.sampling_rate
+
+    @property
+    def poisson(self) -> bool:
+        return getattr(self.sampler, "poisson", False)
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return self.sampler.steps_per_epoch
+
+    def epoch(self):
+        """Yield the wrapped sampler's batches of one epoch, until ``max_steps`` in total."""
+        for batch in self.sampler.epoch():
+            if self.taken >= self.max_steps:
+                return
+            self.taken += 1
+            yield batch
