@@ -10,6 +10,7 @@ optimizer, the training loop, the recorded event and what it costs) lives here.
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from dataclasses import dataclass, field
 
@@ -18,7 +19,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.preprocessing import LabelEncoder
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_array, check_is_fitted
 
 from ._degenerate import warn_if_degenerate
 from ._parameters import (
@@ -82,6 +83,11 @@ class FitContext:
         Class indices into ``classes_``.
     groups : ndarray of int64, shape (n_samples,)
         Group codes from ``_encode_groups`` (zeros when the estimator uses none).
+    sample_weight : ndarray of float64, shape (n_samples,), or None
+        Validated sample weights (``None``: every row weighs 1).
+    max_weight : float
+        Bound on the weights that every sensitivity is scaled by:
+        ``max_sample_weight`` when the fit has sample weights, else 1.
     n_classes : int
     private : bool
         ``epsilon < inf``.
@@ -108,6 +114,8 @@ class FitContext:
     X: np.ndarray
     y: np.ndarray
     groups: np.ndarray
+    sample_weight: np.ndarray | None
+    max_weight: float
     n_classes: int
     private: bool
     delta: float
@@ -130,8 +138,12 @@ class FitContext:
 
     @property
     def mechanisms(self) -> dict:
-        """``random`` and ``recorder``: what a problem releasing statistics in its hooks needs."""
-        return {"random": self.random, "recorder": self.recorder}
+        """What a problem releasing statistics in its hooks needs.
+
+        ``random`` (its noise), ``recorder`` (where it records) and ``max_weight``
+        (the bound on one row's weight, which scales its statistics' sensitivity).
+        """
+        return {"random": self.random, "recorder": self.recorder, "max_weight": self.max_weight}
 
     def planned_event(self, steps_event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
         """The fit's planned event: the up-front releases, then ``steps_event``."""
@@ -195,8 +207,9 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
       accounting.
     """
 
-    # fairlearn-style: request sensitive_features for fit under metadata routing.
-    __metadata_request__fit = {"sensitive_features": True}
+    # fairlearn-style: request sensitive_features (and sample_weight) for fit under
+    # metadata routing, so routers pass them without set_fit_request.
+    __metadata_request__fit = {"sensitive_features": True, "sample_weight": True}
 
     #: The estimator's parameter declaration (set by each concrete estimator).
     _parameters: ParameterDeclaration | None = None
@@ -285,7 +298,7 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
         return self.optimizer(params, lr=self.lr, **self._prefixed("optimizer__"))
 
     # -- the one private fit -------------------------------------------------
-    def fit(self, X, y, *, sensitive_features=None):
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
         """Fit the model.
 
         Parameters
@@ -299,14 +312,20 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
             estimator's objective or constraints use groups (see the class
             docstring); not needed by ``predict``. Routed by metadata routing
             inside a ``Pipeline`` or ``GridSearchCV``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Public, non-negative weights; each row's clipped contributions (and its
+            share of every released count or histogram) are multiplied by its
+            weight. With a finite ``epsilon`` every weight must be at most
+            ``max_sample_weight``, which scales every sensitivity (see
+            doc/privacy.md). Requested by default under metadata routing.
 
         Returns
         -------
         self
         """
-        return self._private_fit(X, y, sensitive_features)
+        return self._private_fit(X, y, sensitive_features, sample_weight)
 
-    def _private_fit(self, X, y, sensitive_features=None):
+    def _private_fit(self, X, y, sensitive_features=None, sample_weight=None):
         """The template of every fit (torch threads from ``n_jobs``, degenerate-model check).
 
         validate parameters and data -> encode groups -> resolve delta, device,
@@ -317,15 +336,17 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
         event) -> ``privacy_spent_`` and the per-epoch epsilons of ``history_``.
         """
         with torch_threads(self.n_jobs):
-            self._fit_template(X, y, sensitive_features)
+            self._fit_template(X, y, sensitive_features, sample_weight)
             warn_if_degenerate(self, X, y)
         return self
 
-    def _fit_template(self, X, y, sensitive_features):
+    def _fit_template(self, X, y, sensitive_features, sample_weight):
         self._validate_params()
         self._check_params()
         X, y_enc = self._validate_X_y(X, y)
-        ctx = self._fit_context(X, y_enc, self._encode_groups(sensitive_features, X.shape[0]))
+        sample_weight = self._validate_sample_weight(sample_weight, X.shape[0])
+        groups = self._encode_groups(sensitive_features, X.shape[0])
+        ctx = self._fit_context(X, y_enc, groups, sample_weight)
         if not ctx.private:
             ctx.recorder.record(dp_accounting.NonPrivateDpEvent())
         ctx.upfront_event = self._upfront_releases(ctx)
@@ -345,10 +366,12 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
         optimizer = self._build_optimizer(self.module_)
         problem = self._make_problem(ctx, plan)
         noise = (
-            NoiseConfig(float(self.max_grad_norm), plan.primal, plan.dual)
+            NoiseConfig(float(self.max_grad_norm), plan.primal, plan.dual, ctx.max_weight)
             if ctx.private
             else NoiseConfig()
         )
+        weights = ctx.sample_weight
+        weights = None if weights is None else torch.from_numpy(weights).to(ctx.device)
         self.module_.train()
         result = train(
             self.module_,
@@ -366,6 +389,7 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
             verbose=self.verbose,
             record_diagnostics=self._record_diagnostics(),
             recorder=ctx.recorder,
+            sample_weight=weights,
         )
         self.module_.eval()
         self.n_steps_ = result.steps
@@ -380,7 +404,51 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
         for row, spent in zip(self.history_, per_epoch):
             row["epsilon"] = spent.epsilon
 
-    def _fit_context(self, X, y_enc, groups) -> FitContext:
+    def _validate_sample_weight(self, sample_weight, n_samples: int) -> np.ndarray | None:
+        """Sample weights as float64, or None; errors name ``sample_weight`` (and the bound).
+
+        Finite and non-negative, not all zero; when private, at most
+        ``max_sample_weight`` (the bound every sensitivity is scaled by).
+        """
+        if sample_weight is None:
+            return None
+        if isinstance(sample_weight, numbers.Number):
+            weights = np.full(n_samples, float(sample_weight))
+        else:
+            weights = check_array(
+                sample_weight,
+                ensure_2d=False,
+                dtype=np.float64,
+                ensure_all_finite=False,
+                input_name="sample_weight",
+                copy=True,
+            )
+        if weights.shape != (n_samples,):
+            raise ValueError(
+                f"sample_weight.shape == {weights.shape}, expected ({n_samples},): one weight "
+                "per row of X"
+            )
+        private = not math.isinf(self.epsilon)
+        bound = f" and at most max_sample_weight={self.max_sample_weight:g}" if private else ""
+        bad = ~np.isfinite(weights) | (weights < 0)
+        if private:
+            bad |= weights > self.max_sample_weight
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"sample_weight must be finite, non-negative{bound}; got {weights[row]!r} "
+                f"(row {row}). The weights are public and bounded: each row's clipped "
+                "contribution is multiplied by its weight, so max_sample_weight scales the "
+                "noise; raise it or rescale the weights."
+                if private
+                else f"sample_weight must be finite and non-negative; got {weights[row]!r} "
+                f"(row {row})."
+            )
+        if not weights.any():
+            raise ValueError("sample_weight: weights must contain at least one non-zero number.")
+        return weights
+
+    def _fit_context(self, X, y_enc, groups, sample_weight=None) -> FitContext:
         n = X.shape[0]
         private = not math.isinf(self.epsilon)
         device = self._device()
@@ -394,6 +462,8 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
             X=X,
             y=y_enc,
             groups=groups,
+            sample_weight=sample_weight,
+            max_weight=1.0 if sample_weight is None else float(self.max_sample_weight),
             n_classes=len(self.classes_),
             private=private,
             delta=resolve_delta(self.delta, n) if private else 0.0,

@@ -133,7 +133,9 @@ class ErmiProblem:
             psi = psi * (weight != 0)
         return grads, {"loss": loss, "psi": psi}
 
-    def dual_contributions(self, outputs, y, s, block, weight, dual_weight, own, shared):
+    def dual_contributions(
+        self, outputs, y, s, block, weight, dual_weight, own, shared, weights=None
+    ):
         if self.lam == 0.0:
             return None
         if outputs is None:
@@ -147,7 +149,8 @@ class ErmiProblem:
         # block's objective, which moves no block's maximiser (see DPFermiClassifier).
         args = (F, self.W, self.pinv, s, block, dual_weight)
         if self.sensitive_unit:
-            public = ermi.WGradients(*args, include="shared").weighted_sum(torch.ones_like(weight))
+            rows = torch.ones_like(weight) if weights is None else weights.to(weight.dtype)
+            public = ermi.WGradients(*args, include="shared").weighted_sum(rows)
             own = ermi.w_gradient_rows(*args, include="own") if dense else None
             return public, own if dense else ermi.WGradients(*args, include="own")
         return None, ermi.w_gradient_rows(*args) if dense else ermi.WGradients(*args)
@@ -188,6 +191,12 @@ class DPFermiClassifier(PrivateClassifierBase):
         Clipping norm ``C`` of the per-sample theta-gradient (record: of
         ``loss_i + lambda psi_i``; sensitive: of the ``s``-dependent part of
         ``lambda psi_i``).
+    max_sample_weight : float, default=1.0
+        Public bound on ``fit``'s ``sample_weight`` (a private fit rejects larger
+        weights). Each row's clipped contributions are multiplied by its weight,
+        so with ``sample_weight`` every sensitivity (theta- and W-gradients, the
+        group histogram) is scaled by this bound; without it, it changes nothing.
+        See doc/privacy.md.
     w_radius : "auto" or float, default="auto"
         Radius of the Frobenius ball W is projected on; ``"auto"`` is
         ``1.1 * sqrt(l) * max_r p_S(r)^(-1/2)`` with the (released or public,
@@ -463,17 +472,18 @@ class DPFermiClassifier(PrivateClassifierBase):
         conditional = self.fairness != "demographic_parity"
 
         def released(cells, n_cells, moves_two):
-            counts = np.bincount(cells, minlength=n_cells).astype(float)
+            counts = np.bincount(cells, ctx.sample_weight, minlength=n_cells).astype(float)
             if ctx.private:
-                # record: one row moves one count (L2 sensitivity 1); sensitive: a
-                # replaced s moves two counts by 1 (L2 distance sqrt 2), and PLD's
-                # replace-one Gaussian models a shift of 2 per unit of sensitivity:
-                # sensitivity 1 / sqrt 2, sigma = z / sqrt 2.
+                # record: one row moves one count by its weight (L2 sensitivity 1, times
+                # max_weight); sensitive: a replaced s moves two counts (L2 distance
+                # sqrt 2), and PLD's replace-one Gaussian models a shift of 2 per unit of
+                # sensitivity: sensitivity 1 / sqrt 2, sigma = z / sqrt 2.
+                unit = math.sqrt(0.5) if moves_two else 1.0
                 noisy, _ = noisy_histogram(
                     torch.from_numpy(counts),
                     ctx.random,
                     noise_multiplier=hist_z,
-                    sensitivity=math.sqrt(0.5) if moves_two else 1.0,
+                    sensitivity=unit * ctx.max_weight,
                     recorder=ctx.recorder,
                 )
                 counts = noisy.numpy()
@@ -483,7 +493,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             totals = counts.sum(axis=-1, keepdims=True)
             return counts / np.where(totals > 0, totals, 1.0)
 
-        exact_labels = np.bincount(y_enc, minlength=n_classes).astype(float)
+        exact_labels = np.bincount(y_enc, ctx.sample_weight, minlength=n_classes).astype(float)
         if self.group_priors is not None:
             priors = self._public_priors(n_groups, n_blocks)
             if not conditional:

@@ -110,6 +110,7 @@ class GlobalScalingProblem(CrossEntropyProblem):
         random=None,
         device="cpu",
         recorder: EventRecorder | None = None,
+        max_weight: float = 1.0,
     ):
         self.variant = variant
         self.max_grad_norm = float(max_grad_norm)
@@ -122,6 +123,7 @@ class GlobalScalingProblem(CrossEntropyProblem):
         self.z_max = z_max
         self.random = random
         self.recorder = recorder if recorder is not None else EventRecorder()
+        self.max_weight = float(max_weight)
         self.z_log: list[torch.Tensor] = []
         self.fraction_log: list[torch.Tensor] = []
 
@@ -130,8 +132,9 @@ class GlobalScalingProblem(CrossEntropyProblem):
         """The current bound ``Z`` (``state["z"]``)."""
         return self.state["z"]
 
-    def private_sum(self, per_sample, X, *batch):
-        """``sum_i gamma_i g_i`` (sensitivity ``C0``); "adapt" also releases the clip fraction."""
+    def private_sum(self, per_sample, X, *batch, weights=None):
+        """``sum_i w_i gamma_i g_i`` (sensitivity ``C0`` per unit weight); "adapt" also
+        releases the (weighted) clip fraction."""
         if per_sample is None:
             norms = torch.zeros(0, dtype=torch.float64, device=self.z.device)
             total = None
@@ -139,14 +142,22 @@ class GlobalScalingProblem(CrossEntropyProblem):
             raw = per_sample.norms()
             norms = raw.double()
             gamma = scaling_weights(norms, self.z, self.max_grad_norm, self.variant)
+            if weights is not None:
+                gamma = gamma * weights.to(gamma.dtype)
             total = per_sample.weighted_sum(gamma.to(raw.dtype))
         if self.variant != "clip":
             self.z_log.append(self.z)
         if self.variant != "adapt":
             return total, self.max_grad_norm
         # b_t uses the Z that scaled this step; Z moves when the step is applied.
-        count = (norms > self.z_threshold * self.z).sum().double()
-        noisy = noisy_count(count, self.count_noise_std, self.random, self.recorder)[0]
+        above = norms > self.z_threshold * self.z
+        if weights is None:
+            count = above.sum().double()
+        else:  # a row moves the weighted count by its weight: sensitivity max_weight
+            count = (weights.double() * above).sum()
+        noisy = noisy_count(
+            count, self.count_noise_std, self.random, self.recorder, sensitivity=self.max_weight
+        )[0]
         return total, self.max_grad_norm, {"fraction": noisy / self.expected_batch_size}
 
     def apply_statistics(self, statistics: dict) -> None:
@@ -183,6 +194,9 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
         With ``Z`` fixed, training depends on ``lr * max_grad_norm`` only; keep
         it at 1 and tune ``lr`` (the paper's Adult ``C0=0.5, eta=0.2`` is
         ``lr=0.1``).
+    max_sample_weight : float, default=1.0
+        Public bound on ``sample_weight``, as in :class:`~skfairdp.DPFermiClassifier`;
+        it scales the count's sensitivity too (the count is weighted).
     z_init : float, default=50.0
         Initial (``"adapt"``) or fixed (``"global"``) strict bound ``Z``.
     z_lr : float, default=0.1
@@ -268,19 +282,23 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
         positional=("variant",),
     )
 
-    def fit(self, X, y):
+    def fit(self, X, y, *, sample_weight=None):
         """Fit the model (no group labels: every row is treated alike).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Public weights in ``[0, max_sample_weight]`` (any non-negative finite
+            weights when ``epsilon=inf``): each row's scaled gradient and its share
+            of the released count are multiplied by its weight.
 
         Returns
         -------
         self
         """
-        return self._private_fit(X, y)
+        return self._private_fit(X, y, sample_weight=sample_weight)
 
     def _check_params(self) -> None:
         if self.z_min is not None and self.z_max is not None and self.z_min > self.z_max:

@@ -96,6 +96,9 @@ class RacoProblem:
     recorder : EventRecorder, optional
         Where the histogram release is recorded (the fit's recorder, which the
         engine shares); a new one by default.
+    max_weight : float, default=1.0
+        Bound on the sample weights: a weighted row adds at most ``max_weight``
+        (L1 and L2) to the histogram, its sensitivity.
     """
 
     private_primal = (True,)
@@ -115,6 +118,7 @@ class RacoProblem:
         expected_batch_size: float | None,
         random: RandomSource,
         recorder: EventRecorder | None = None,
+        max_weight: float = 1.0,
     ):
         self.S = membership.float()
         self.A = coefficients.float()
@@ -127,6 +131,7 @@ class RacoProblem:
         self.expected_batch_size = expected_batch_size
         self.random = random
         self.recorder = recorder if recorder is not None else EventRecorder()
+        self.max_weight = float(max_weight)
         self.state = {"lambda": torch.zeros(self.A.shape[0], device=self.A.device)}
         self.n_parts = self.S.shape[1]
         # flat forms for a step of few kernels: values = A_flat @ rates, W = S^T (lam A) / n
@@ -148,15 +153,20 @@ class RacoProblem:
     def privatize(self, H: torch.Tensor) -> torch.Tensor:
         """The one release of the step: ``H`` plus noise (the identity when non-private).
 
-        Each row adds a probability vector to one row of ``H``: L1 and L2
-        sensitivity 1. The executed event goes to :attr:`recorder`.
+        Each row adds a probability vector (times its weight) to one row of ``H``:
+        L1 and L2 sensitivity 1 (``max_weight``). The executed event goes to
+        :attr:`recorder`.
         """
         self.n_releases += 1
         if self.histogram_noise is None:
             return H
         kind = "noise_multiplier" if self.histogram_noise == "gaussian" else "laplace_scale"
         return noisy_histogram(
-            H, self.random, **{kind: self.histogram_scale}, recorder=self.recorder
+            H,
+            self.random,
+            **{kind: self.histogram_scale},
+            sensitivity=self.max_weight,
+            recorder=self.recorder,
         )[0]
 
     def rates(self, H_hat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -165,14 +175,18 @@ class RacoProblem:
         denom = sums.sum(dim=1, keepdim=True).clamp_(min=MIN_COUNT)
         return (sums / denom).clamp_(0.0, 1.0), denom
 
-    def release_batch_statistics(self, outputs, y, part):
+    def release_batch_statistics(self, outputs, y, part, weights=None):
         proba = torch.softmax(outputs * self.tau, dim=1)
+        if weights is not None:  # weighted rates: integer weights count as repeated rows
+            proba = proba * weights.to(proba.dtype).unsqueeze(1)
         H_hat = self.privatize(soft_histogram(proba, part, self.n_parts))
         # --- everything below is post-processing of H_hat ---
         rates, denom = self.rates(H_hat)
         values = self.A_flat @ rates.reshape(-1)
         # per-part weights at the current lambda (simultaneous descent-ascent)
-        scale = self.expected_batch_size if self.expected_batch_size is not None else len(y)
+        scale = self.expected_batch_size
+        if scale is None:  # non-private: what the engine divides by
+            scale = len(y) if weights is None else float(weights.sum())
         coef = (self.lam @ self.A_flat).view_as(rates).div_(denom).mul_(scale)
         weights = (self.S_T @ coef).index_select(0, part)
         return (y, weights), {"values": values}
@@ -257,6 +271,9 @@ class RaCODPClassifier(PrivateClassifierBase):
         these clipped gradients, so ``C`` must leave room for the constraint term
         above the loss gradient (clipping bias: with ``C = 1`` a false-negative-rate
         bound of 0.2 on Adult stays out of reach); see doc/raco.md.
+    max_sample_weight : float, default=1.0
+        Public bound on ``sample_weight``, as in :class:`~skfairdp.DPFermiClassifier`;
+        it scales the histogram's sensitivity too (rates are weighted).
     histogram_noise : {"gaussian", "laplace"}, default="gaussian"
         Noise on the histogram. Gaussian: the gradient sum and the histogram of
         a step form one Gaussian mechanism with multiplier

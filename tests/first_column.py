@@ -31,10 +31,10 @@ def first_column_groups(X):
 class _FirstColumnFit:
     """``fit`` that fills in :func:`first_column_groups` when no groups are given."""
 
-    def fit(self, X, y, *, sensitive_features=None):
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
         if sensitive_features is None:
             sensitive_features = first_column_groups(X)
-        return super().fit(X, y, sensitive_features=sensitive_features)
+        return super().fit(X, y, sensitive_features=sensitive_features, sample_weight=sample_weight)
 
 
 class FirstColumnGroups(_FirstColumnFit, DPFermiClassifier):

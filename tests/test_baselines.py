@@ -80,7 +80,8 @@ def test_dpsgdf_needs_groups_and_routes_them(routing):
     X, y, s = make_biased_data(n=200, seed=1)
     with pytest.raises(ValueError, match="sensitive_features is required"):
         DPSGDFClassifier(hidden_layer_sizes=()).fit(X, y)
-    assert DPSGDFClassifier().get_metadata_routing().fit.requests == {"sensitive_features": True}
+    requests = DPSGDFClassifier().get_metadata_routing().fit.requests
+    assert requests == {"sensitive_features": True, "sample_weight": True}
     pipe = Pipeline(
         [
             ("scale", StandardScaler()),

@@ -98,57 +98,59 @@ EXPECTED_FAILED_CHECKS = {
 }
 
 
+# Integer sample weights vs repeated rows (sklearn asks equal predictions to rtol 1e-7).
+_EQUIVALENCE = [f"check_sample_weight_equivalence_on_{kind}_data" for kind in ("dense", "sparse")]
+_WEIGHTS_VS_REPEATS = {
+    False: (
+        "epsilon=inf: integer weights do give the repeated rows' model, but training runs "
+        "in float32, so predictions agree to ~1e-6 relative, not the check's 1e-7 "
+        "(tests/test_sample_weight.py checks it)"
+    ),
+    True: (
+        "a private fit divides its noisy sums by the expected batch size q*n and sets "
+        "delta='auto' from n: to the mechanism, repeated rows are a different dataset "
+        "(more records), not a reweighting"
+    ),
+}
+
+
 def _expected_failed_checks(estimator):
-    return EXPECTED_FAILED_CHECKS
+    reason = _WEIGHTS_VS_REPEATS[bool(np.isfinite(estimator.epsilon))]
+    return {**EXPECTED_FAILED_CHECKS, **dict.fromkeys(_EQUIVALENCE, reason)}
 
 
-# Small instances keep the checks fast. Private instances use batch_size >= n
+# Small instances keep the checks fast. Private instances take max_sample_weight=10
+# (sklearn's weight checks fit with weights 3 and 10; without sample_weight it changes
+# nothing, the bound scales the noise only of weighted fits). They use batch_size >= n
 # (sampling rate 1): the same code path, but accounting a full-batch Gaussian is
 # closed-form, while a Poisson-subsampled one costs ~0.05 s per accountant call
 # (each estimator's own suite covers Poisson sampling). Ten full-batch steps need
 # lr=0.5 to reach check_classifiers_train's accuracy bar. The unconstrained RaCO
 # instance (a false-negative-rate bound of 1 never binds) needs no groups.
+PRIVATE = dict(max_sample_weight=10, lr=0.5, max_epochs=10, batch_size=1024, random_state=0)
 CHECKED = [
     # DP-FERMI
     DPFermiClassifier(fairness_weight=0, epsilon=np.inf, max_epochs=10, random_state=0),
-    DPFermiClassifier(
-        fairness_weight=0, epsilon=8, lr=0.5, max_epochs=10, batch_size=1024, random_state=0
-    ),
+    DPFermiClassifier(fairness_weight=0, epsilon=8, **PRIVATE),
     FirstColumnGroups(fairness_weight=1.0, epsilon=np.inf, max_epochs=10, random_state=0),
-    FirstColumnGroups(
-        fairness_weight=1.0, epsilon=8, group_priors=[0.5, 0.5], lr=0.5, max_epochs=10,
-        batch_size=1024, random_state=0,
-    ),
+    FirstColumnGroups(fairness_weight=1.0, epsilon=8, group_priors=[0.5, 0.5], **PRIVATE),
     # RaCO-DP
     RaCODPClassifier(
         constraints="false_negative_rate", tolerance=1.0, epsilon=np.inf, lr=0.5,
         max_epochs=10, random_state=0,
     ),
     FirstColumnGroupsRaCO(tolerance=0.5, epsilon=np.inf, lr=0.5, max_epochs=10, random_state=0),
-    FirstColumnGroupsRaCO(
-        tolerance=0.5, epsilon=8, lr=0.5, max_epochs=10, batch_size=1024, random_state=0
-    ),
+    FirstColumnGroupsRaCO(tolerance=0.5, epsilon=8, **PRIVATE),
     # Global scaling, its three variants
     GlobalScalingDPClassifier(epsilon=np.inf, hidden_layer_sizes=(), max_epochs=10, random_state=0),
+    GlobalScalingDPClassifier(epsilon=8.0, hidden_layer_sizes=(), z_init=2.0, **PRIVATE),
     GlobalScalingDPClassifier(
-        epsilon=8.0, hidden_layer_sizes=(), lr=0.5, max_epochs=10, batch_size=1024, z_init=2.0,
-        random_state=0,
+        variant="global", epsilon=8.0, hidden_layer_sizes=(), z_init=5.0, **{**PRIVATE, "lr": 2.0}
     ),
-    GlobalScalingDPClassifier(
-        variant="global", epsilon=8.0, hidden_layer_sizes=(), lr=2.0, max_epochs=10,
-        batch_size=1024, z_init=5.0, random_state=0,
-    ),
-    GlobalScalingDPClassifier(
-        variant="clip", epsilon=8.0, hidden_layer_sizes=(), lr=0.5, max_epochs=10,
-        batch_size=1024, random_state=0,
-    ),
+    GlobalScalingDPClassifier(variant="clip", epsilon=8.0, hidden_layer_sizes=(), **PRIVATE),
     # baselines
-    FirstColumnDPSGDF(
-        epsilon=8.0, hidden_layer_sizes=(), lr=0.5, max_epochs=10, batch_size=1024, random_state=0
-    ),
-    FirstColumnFairLens(
-        epsilon=8.0, hidden_layer_sizes=(), lr=0.5, max_epochs=10, batch_size=1024, random_state=0
-    ),
+    FirstColumnDPSGDF(epsilon=8.0, hidden_layer_sizes=(), **PRIVATE),
+    FirstColumnFairLens(epsilon=8.0, hidden_layer_sizes=(), **PRIVATE),
 ]  # fmt: skip
 
 

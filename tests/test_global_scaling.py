@@ -344,7 +344,10 @@ def test_reproducible_with_random_state():
 # ---------------------------------------------------------------------------
 def test_fit_takes_no_group_labels():
     assert "sensitive_features" not in inspect.signature(GlobalScalingDPClassifier.fit).parameters
-    assert GlobalScalingDPClassifier().get_metadata_routing().fit.requests == {}
+    # sample_weight only: routers never send groups here
+    assert GlobalScalingDPClassifier().get_metadata_routing().fit.requests == {
+        "sample_weight": True
+    }
     X, y, s = make_biased_data(n=100)
     with pytest.raises(TypeError, match="sensitive_features"):
         GlobalScalingDPClassifier(epsilon=np.inf, max_epochs=1).fit(X, y, sensitive_features=s)

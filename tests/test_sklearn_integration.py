@@ -80,7 +80,7 @@ def test_pandas_in_numpy_out():
 
 def test_fit_requests_sensitive_features():
     routing = DPFermiClassifier().get_metadata_routing()
-    assert routing.fit.requests == {"sensitive_features": True}
+    assert routing.fit.requests == {"sensitive_features": True, "sample_weight": True}
 
 
 # ---------------------------------------------------------------------------

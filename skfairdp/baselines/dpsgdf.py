@@ -48,8 +48,11 @@ class DPSGDFProblem(CrossEntropyProblem):
     engine; a new one by default).
     """
 
-    def __init__(self, *, max_grad_norm, n_groups, count_noise_std, random, recorder=None):
+    def __init__(
+        self, *, max_grad_norm, n_groups, count_noise_std, random, recorder=None, max_weight=1.0
+    ):
         self.state: dict = {}  # no dual state
+        self.max_weight = float(max_weight)
         self.max_grad_norm = float(max_grad_norm)
         self.n_groups = int(n_groups)
         self.count_noise_std = float(count_noise_std)
@@ -57,7 +60,7 @@ class DPSGDFProblem(CrossEntropyProblem):
         self.recorder = recorder if recorder is not None else EventRecorder()
         self.bounds_log: list[torch.Tensor] = []
 
-    def private_sum(self, per_sample, X, y, groups):
+    def private_sum(self, per_sample, X, y, groups, weights=None):
         k = self.n_groups
         device = groups.device
         if per_sample is None:
@@ -65,15 +68,20 @@ class DPSGDFProblem(CrossEntropyProblem):
         else:
             norms = per_sample.norms()
         above = norms > self.max_grad_norm
+        w = None if weights is None else weights.double()
         counts = torch.cat(
             [
-                torch.bincount(groups[above], minlength=k),
-                torch.bincount(groups[~above], minlength=k),
+                torch.bincount(groups[above], None if w is None else w[above], minlength=k),
+                torch.bincount(groups[~above], None if w is None else w[~above], minlength=k),
             ]
         ).double()
-        # a row moves one of the 2K counts by 1: L2 sensitivity 1
+        # a row moves one of the 2K counts by its weight: L2 sensitivity 1 (max_weight)
         noisy = noisy_histogram(
-            counts, self.random, noise_multiplier=self.count_noise_std, recorder=self.recorder
+            counts,
+            self.random,
+            noise_multiplier=self.count_noise_std,
+            sensitivity=self.max_weight,
+            recorder=self.recorder,
         )[0]
         noisy = torch.floor(noisy).clamp(min=0.0)
         bounds = group_clip_bounds(noisy, self.max_grad_norm, k)
@@ -82,8 +90,10 @@ class DPSGDFProblem(CrossEntropyProblem):
         if per_sample is None:
             return None, sensitivity
         limit = bounds.to(norms.dtype)[groups]
-        weights = (limit / (norms + 1e-12)).clamp(max=1.0)
-        return per_sample.weighted_sum(weights), sensitivity
+        factors = (limit / (norms + 1e-12)).clamp(max=1.0)
+        if w is not None:
+            factors = factors * w.to(factors.dtype)
+        return per_sample.weighted_sum(factors), sensitivity
 
 
 class DPSGDFClassifier(NoisySGDClassifierBase):
@@ -102,6 +112,9 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
         ``C0``, the base clipping bound; group ``k`` is clipped at
         ``C_k = C0 (1 + r_k / r) >= C0`` (``r_k``, ``r``: noisy fractions of group
         ``k`` / of the batch above ``C0``).
+    max_sample_weight : float, default=1.0
+        Public bound on ``sample_weight``, as in :class:`~skfairdp.DPFermiClassifier`;
+        it scales the group counts' sensitivity too (the counts are weighted).
     count_noise_multiplier : float, default=10.0
         Std of the noise on each of the ``2K`` counts (sensitivity 1); the paper
         uses ``10 sigma``.

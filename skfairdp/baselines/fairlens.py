@@ -100,11 +100,16 @@ class FairLensProblem(CrossEntropyProblem):
         flat = torch.cat([extra[n].reshape(B, -1) for n in self.names], dim=1)
         return G + flat
 
-    def private_sum(self, per_sample, X, y, groups):
+    def private_sum(self, per_sample, X, y, groups, weights=None):
+        """Clipped (then weighted) sum of the regularised gradients.
+
+        The regularisers' batch statistics stay unweighted (this baseline has no
+        proven guarantee either way); sample weights multiply the clipped rows.
+        """
         if per_sample is None:
             return None, self.max_grad_norm
         G = self.regularised_gradients(per_sample.dense(), X, y, groups)
-        return clipped_sum(G, self.max_grad_norm)[0], self.max_grad_norm
+        return clipped_sum(G, self.max_grad_norm, weights)[0], self.max_grad_norm
 
 
 class FairLensClassifier(NoisySGDClassifierBase):
@@ -121,7 +126,7 @@ class FairLensClassifier(NoisySGDClassifierBase):
         Weight of ``R1`` (paper: ``lambda_1 = 1``).
     lambda_noise : float, default=1.0
         Weight of ``R2`` (paper: ``lambda_2 = 1``).
-    epsilon, delta, max_grad_norm, lr, batch_size, max_epochs, module,
+    epsilon, delta, max_grad_norm, max_sample_weight, lr, batch_size, max_epochs, module,
     hidden_layer_sizes, activation, sensitive_values, optimizer, callbacks,
     random_state, secure_mode, device, n_jobs,
     record_private_diagnostics, verbose, **kwargs

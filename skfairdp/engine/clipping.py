@@ -31,8 +31,10 @@ def tame(norms: torch.Tensor) -> bool:
     return norms.numel() == 0 or bool(norms.max() < TAME_NORM)
 
 
-def clipped_sum(per_sample, max_norm: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sum of per-sample rows, each first scaled to L2 norm at most ``max_norm``.
+def clipped_sum(
+    per_sample, max_norm: float, weights: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sum of per-sample rows, each first scaled to L2 norm at most ``max_norm`` (then weighted).
 
     Parameters
     ----------
@@ -43,6 +45,10 @@ def clipped_sum(per_sample, max_norm: float) -> tuple[torch.Tensor, torch.Tensor
         as zero rows.
     max_norm : float
         Clipping threshold ``C``; the sum's add/remove sensitivity is ``C``.
+    weights : Tensor of shape (B,), optional
+        Non-negative sample weights applied *after* clipping: row ``i`` contributes
+        ``w_i min(1, C / ||g_i||) g_i``, of norm at most ``w_i C``; with every
+        ``w_i <= w_max`` the sensitivity is ``w_max C``.
 
     Returns
     -------
@@ -55,7 +61,10 @@ def clipped_sum(per_sample, max_norm: float) -> tuple[torch.Tensor, torch.Tensor
     if isinstance(per_sample, torch.Tensor):
         per_sample = ScaledRows(per_sample)
     norms = per_sample.norms()
-    return per_sample.weighted_sum(clip_factors(norms, max_norm)), norms
+    factors = clip_factors(norms, max_norm)
+    if weights is not None:
+        factors = factors * weights.to(factors.dtype)
+    return per_sample.weighted_sum(factors), norms
 
 
 def clip_factors(norms: torch.Tensor, max_norm: float) -> torch.Tensor:

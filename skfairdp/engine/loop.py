@@ -35,6 +35,9 @@ class NoiseConfig:
     max_grad_norm: float | None = None
     primal_multiplier: float | None = None
     dual_multiplier: float | None = None
+    #: Bound on the sample weights (1 without weights): clipped contributions are
+    #: multiplied by weights up to it, so every sensitivity is scaled by it.
+    max_weight: float = 1.0
 
     @property
     def private(self) -> bool:
@@ -76,6 +79,7 @@ def train(
     per_sample_strategy: str = "auto",
     record_diagnostics: bool = False,
     recorder: EventRecorder | None = None,
+    sample_weight: torch.Tensor | None = None,
 ) -> TrainingResult:
     """Run noisy simultaneous gradient descent-ascent.
 
@@ -129,6 +133,10 @@ def train(
         else 1 (no amplification); empty batches included. Defaults to the
         problem's ``recorder`` attribute when it has one (problems that release
         statistics inside their hooks record there), else a new recorder.
+    sample_weight : Tensor of shape (n,), optional
+        Per-row weights, in ``[0, noise.max_weight]`` when private: each step's
+        contributions are multiplied by them after clipping (see
+        :func:`~skfairdp.engine.step.release`).
     """
     recorder = _resolve_recorder(recorder, problem)
     device = X.device
@@ -165,6 +173,7 @@ def train(
             for idx in batches:
                 idx_t = torch.from_numpy(idx).to(device)
                 batch = problem.prepare_batch(*(t.index_select(0, idx_t) for t in batch_tensors))
+                weights = None if sample_weight is None else sample_weight.index_select(0, idx_t)
                 # a private step's releases share its Poisson batch: one recorded mechanism
                 with recorder.batch(q) if noise.private else contextlib.nullcontext():
                     released = release(
@@ -177,6 +186,7 @@ def train(
                         random,
                         recorder,
                         m,
+                        weights,
                     )
                 apply(released, problem, grads_of, optimizer)
                 metrics = released.diagnostics

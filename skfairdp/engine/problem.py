@@ -52,6 +52,16 @@ class PrimalDualProblem(Protocol):
     - ``apply_statistics(statistics)``: the step's released statistics (RaCO's
       rate values, Global Scaling's clip fraction); replaces ``state``.
 
+    **Sample weights.** When the fit has sample weights, the engine multiplies each
+    per-sample contribution by its weight after clipping (flat clipping, dual rows,
+    public sums) and scales every sensitivity by ``noise.max_weight``; the hooks
+    ``release_batch_statistics``, ``private_sum`` and ``dual_contributions`` then
+    also receive the batch's weights as the keyword ``weights`` (never passed
+    without sample weights) and apply them to what they compute: a weighted
+    statistic whose rows are bounded by ``b`` has sensitivity ``b * max_weight``,
+    and ``private_sum`` returns the sensitivity of a unit-weight row (the engine
+    multiplies it by ``max_weight``).
+
     Releases made inside hooks go through :mod:`skfairdp.privacy.mechanisms`
     with ``recorder=self.recorder``: a problem that releases anything has a
     ``recorder`` attribute, which the engine adopts, so those releases join the

@@ -54,9 +54,18 @@ class NoisyRelease:
 
 
 def release(
-    module, grads_of, Xb, batch, problem, noise, random, recorder, expected_batch_size
+    module,
+    grads_of,
+    Xb,
+    batch,
+    problem,
+    noise,
+    random,
+    recorder,
+    expected_batch_size,
+    weights=None,
 ) -> NoisyRelease:
-    """Per-sample gradients of ``problem`` on the batch, clipped, summed and noised.
+    """Per-sample gradients of ``problem`` on the batch, clipped, weighted, summed and noised.
 
     Parameters
     ----------
@@ -75,6 +84,12 @@ def release(
         Where the noisy releases record their events.
     expected_batch_size : float
         The private normaliser ``q n``.
+    weights : Tensor of shape (B,), optional
+        The batch's sample weights. They multiply each per-sample contribution
+        *after* clipping (private sums) or as is (public sums); the noise is
+        scaled to the weighted sensitivity ``sensitivity * noise.max_weight``. The
+        problem's hooks receive them as the keyword ``weights`` (only when given).
+        Non-private sums are then divided by the batch's weight sum.
     """
     n_params = grads_of.n_params
     device = Xb.device
@@ -85,12 +100,15 @@ def release(
     # Optional problem hook: private per-batch statistics the objective needs, released
     # before it is formed (e.g. RaCO-DP's noisy histogram); see PrimalDualProblem.
     # With a non-empty batch it runs inside grads_of, on that forward pass's outputs.
+    weighted = {} if weights is None else {"weights": weights}
     release_statistics = getattr(problem, "release_batch_statistics", None)
     released, prepare = {}, None
     if release_statistics is not None:
 
         def prepare(outputs, *per_sample):
-            released["batch"], released["statistics"] = release_statistics(outputs, *per_sample)
+            released["batch"], released["statistics"] = release_statistics(
+                outputs, *per_sample, **weighted
+            )
             return released["batch"]
 
         if Xb.shape[0] == 0:
@@ -109,27 +127,42 @@ def release(
         )
         for g, is_private in zip(grads, problem.private_primal):
             if is_private and private_sum is not None:
-                hooked = _hook(private_sum(g, Xb, *_after(released, batch)))
+                hooked = _hook(private_sum(g, Xb, *_after(released, batch), **weighted))
                 part, sensitivity = hooked[:2]
                 statistics.update(hooked[2])
             elif is_private and noise.private:
-                part = clipped_sum(g, noise.max_grad_norm)[0]
+                part = clipped_sum(g, noise.max_grad_norm, weights)[0]
             else:
-                part = plain_sum(g, Xb.shape[0], device)
+                part = plain_sum(g, Xb.shape[0], device, weights)
             primal = part if primal is None else primal.add_(part)
     elif private_sum is not None and any(problem.private_primal):
         # empty batch: the hook's releases still happen
-        _, sensitivity, hook_statistics = _hook(private_sum(None, Xb, *_after(released, batch)))
+        hooked = _hook(private_sum(None, Xb, *_after(released, batch), **weighted))
+        _, sensitivity, hook_statistics = hooked
         statistics.update(hook_statistics)
     batch = _after(released, batch)
     statistics.update(released.get("statistics") or {})
     if primal is None:  # empty batch
         primal = torch.zeros(n_params, device=device, dtype=torch.float32)
     if noise.private and any(problem.private_primal):
+        sensitivity = sensitivity * noise.max_weight
         primal = gaussian_sum(primal, sensitivity, noise.primal_multiplier, random, recorder)[0]
-    denominator = expected_batch_size if noise.private else max(Xb.shape[0], 1)
-    dual = _dual_release(problem, outputs, batch, noise, random, device, recorder)
-    return NoisyRelease(primal, dual, statistics, float(denominator), diagnostics)
+    dual = _dual_release(problem, outputs, batch, noise, random, device, recorder, weights)
+    return NoisyRelease(
+        primal, dual, statistics, _denominator(noise, expected_batch_size, Xb, weights), diagnostics
+    )
+
+
+def _denominator(noise, expected_batch_size, Xb, weights) -> float:
+    """Private: the expected batch size (data-independent). Non-private: the batch's size,
+    or its weight sum, so that integer weights act as repeated rows (1 for an empty batch).
+    """
+    if noise.private:
+        return float(expected_batch_size)
+    if weights is None:
+        return float(max(Xb.shape[0], 1))
+    total = float(weights.sum())
+    return total if total > 0 else 1.0
 
 
 def apply(release: NoisyRelease, problem, grads_of, optimizer) -> dict:
@@ -162,29 +195,38 @@ def _hook(result) -> tuple:
     return result
 
 
-def _dual_release(problem, outputs, batch, noise, random, device, recorder):
+def _dual_release(problem, outputs, batch, noise, random, device, recorder, weights=None):
     dual_contributions = getattr(problem, "dual_contributions", None)
-    contributions = None if dual_contributions is None else dual_contributions(outputs, *batch)
+    weighted = {} if weights is None else {"weights": weights}
+    contributions = (
+        None if dual_contributions is None else dual_contributions(outputs, *batch, **weighted)
+    )
     if contributions is None:
         return None
     public, private_rows = contributions
     total = public.clone() if public is not None else None
     if private_rows is not None:
         if noise.private:
-            part = clipped_sum(private_rows, problem.dual_clip)[0]
-            part = gaussian_sum(part, problem.dual_clip, noise.dual_multiplier, random, recorder)[0]
+            clip = problem.dual_clip
+            part = clipped_sum(private_rows, clip, weights)[0]
+            sensitivity = clip * noise.max_weight
+            part = gaussian_sum(part, sensitivity, noise.dual_multiplier, random, recorder)[0]
         else:
-            part = plain_sum(private_rows, len(batch[0]), device)
+            part = plain_sum(private_rows, len(batch[0]), device, weights)
         total = part if total is None else total + part
     return total
 
 
-def plain_sum(per_sample, batch_size: int, device) -> torch.Tensor:
-    """Unclipped sum of public per-sample rows (no privacy at stake: no clipping).
+def plain_sum(per_sample, batch_size: int, device, weights=None) -> torch.Tensor:
+    """Unclipped (weighted) sum of public per-sample rows (no privacy at stake: no clipping).
 
     A tensor, an object with ``plain_sum()`` (raw float32 arithmetic), or one with
-    ``weighted_sum``.
+    ``weighted_sum``; ``weights`` (shape ``(batch_size,)``) multiply the rows.
     """
+    if weights is not None:
+        if isinstance(per_sample, torch.Tensor):
+            return weights.to(per_sample.dtype) @ per_sample
+        return per_sample.weighted_sum(weights.float())
     if isinstance(per_sample, torch.Tensor):
         return per_sample.sum(0)
     if hasattr(per_sample, "plain_sum"):

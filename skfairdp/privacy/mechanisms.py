@@ -238,19 +238,24 @@ def noisy_count(
     noise_multiplier: float,
     random: RandomSource,
     recorder: EventRecorder | None = None,
+    *,
+    sensitivity: float = 1.0,
 ) -> tuple[torch.Tensor, dp_accounting.DpEvent]:
     """A count (or a vector of counts one unit moves by at most 1 in L2) plus Gaussian noise.
 
-    :func:`gaussian_sum` with sensitivity 1; a 0-d ``count`` is returned 0-d.
+    :func:`gaussian_sum` with sensitivity 1 (a weighted count whose weights are at
+    most ``w``: ``sensitivity=w``); a 0-d ``count`` is returned 0-d.
 
     Parameters
     ----------
     count : Tensor
         Exact count(s).
     noise_multiplier : float
-        Noise std (the sensitivity is 1).
+        Noise std over ``sensitivity``.
     random : RandomSource
     recorder : EventRecorder, optional
+    sensitivity : float, default=1.0
+        One unit's largest contribution.
 
     Returns
     -------
@@ -258,7 +263,7 @@ def noisy_count(
     event : DpEvent
     """
     flat = count.reshape(-1)
-    noisy, event = gaussian_sum(flat, 1.0, noise_multiplier, random, recorder)
+    noisy, event = gaussian_sum(flat, sensitivity, noise_multiplier, random, recorder)
     return noisy.reshape(count.shape), event
 
 
