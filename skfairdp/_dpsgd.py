@@ -161,9 +161,16 @@ class NoisySGDClassifierBase(PrivateClassifierBase):
             z1 = split_noise_multiplier(self._calibrated_effective(ctx), count_z)
         else:
             z1 = self._calibrate_composed(ctx, count_z)
-        return NoisePlan(
-            primal=z1, statistics=count_z, effective=joint_noise_multiplier(z1, count_z)
-        )
+        return self._plan_for(z1, ctx)
+
+    def _plan_for(self, noise_multiplier: float, ctx: FitContext) -> NoisePlan:
+        count_z = self._count_noise_multiplier()
+        effective = joint_noise_multiplier(noise_multiplier, count_z)
+        return NoisePlan(primal=noise_multiplier, statistics=count_z, effective=effective)
+
+    def _steps_event(self, plan: NoisePlan, ctx: FitContext, steps: int):
+        q, accounting = ctx.sampling_rate, self._accounting()
+        return step_events(plan.primal, plan.statistics, q, steps, accounting)
 
     def _calibrate_composed(self, ctx: FitContext, count_z: float) -> float:
         q, steps = ctx.sampling_rate, ctx.planned_steps

@@ -59,6 +59,7 @@ _PRIVACY = {
     "delta": Param("auto", [StrOptions({"auto"}), Interval(Real, 0, 1, closed="neither")]),
     "max_grad_norm": Param(1.0, [Interval(Real, 0, None, closed="neither")]),
     "max_sample_weight": Param(1.0, [Interval(Real, 0, None, closed="neither")]),
+    "noise_multiplier": Param(None, [None, Interval(Real, 0, None, closed="neither")]),
 }
 #: Training, model and execution parameters every estimator takes (last in the signature).
 _TRAINING = {

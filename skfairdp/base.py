@@ -9,6 +9,7 @@ optimizer, the training loop, the recorded event and what it costs) lives here.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import warnings
@@ -195,16 +196,21 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
       per-sample objective, the statistics released per batch and the dual update;
     - ``_calibrate(ctx)``: the :class:`NoisePlan` meeting ``(epsilon, delta)``
       (default: one Gaussian per step, calibrated by :meth:`_calibrated_effective`);
+    - ``_plan_for(z, ctx)`` and ``_steps_event(plan, ctx, steps)``: the plan of a
+      fixed gradient multiplier ``z`` (``noise_multiplier``) and the planned event of
+      ``steps`` steps with a plan, with which the template caps the steps to the
+      budget (defaults: one Gaussian per step);
     - ``_encode_groups(sensitive_features, n_samples)``: group codes (default: none);
     - ``_upfront_releases(ctx)``: releases before training, e.g. a noisy
       histogram (default: none), returning their planned event;
     - ``_per_row_tensors(ctx)``: the per-row tensors the problem's batches hold
       (default: labels and groups);
     - ``_store_fitted(problem, plan)``: fitted attributes from the problem;
-    - ``_check_params()``, ``_accountant_options()``, ``_recorded_view()``,
-      ``_report_accounting(ctx)``: cross-parameter checks, the accountant that
-      prices the event, the view of same-batch releases, warnings about the
-      accounting.
+    - ``_check_params()``, ``_accountant_options()`` (and
+      ``_calibration_options()``), ``_recorded_view()``, ``_report_accounting(ctx)``:
+      cross-parameter checks, the accountant that prices the event (and the one
+      calibration plans with), the view of same-batch releases, warnings about
+      the accounting.
     """
 
     # fairlearn-style: request sensitive_features (and sample_weight) for fit under
@@ -342,6 +348,11 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
 
     def _fit_template(self, X, y, sensitive_features, sample_weight):
         self._validate_params()
+        if math.isinf(self.epsilon) and self.noise_multiplier is not None:
+            raise ValueError(
+                "noise_multiplier is set but epsilon=inf (non-private training adds no noise); "
+                "set a finite epsilon or noise_multiplier=None"
+            )
         self._check_params()
         X, y_enc = self._validate_X_y(X, y)
         sample_weight = self._validate_sample_weight(sample_weight, X.shape[0])
@@ -350,7 +361,7 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
         if not ctx.private:
             ctx.recorder.record(dp_accounting.NonPrivateDpEvent())
         ctx.upfront_event = self._upfront_releases(ctx)
-        plan = self._calibrate(ctx) if ctx.private else NoisePlan()
+        plan = self._noise_plan(ctx) if ctx.private else NoisePlan()
         self.noise_multiplier_ = plan.primal
         self.effective_noise_multiplier_ = plan.effective
         sampler, max_epochs = ctx.sampler, self.max_epochs
@@ -502,10 +513,50 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
         """Releases before training (recorded in ``ctx.recorder``); returns their planned event."""
         return dp_accounting.NoOpDpEvent()
 
+    def _noise_plan(self, ctx: FitContext) -> NoisePlan:
+        """The noise of a private fit: calibrated to the budget, or fixed and step-capped.
+
+        With ``noise_multiplier`` set, the gradient multiplier is that value (the
+        other releases' follow from it, :meth:`_plan_for`) and the fit runs the
+        largest number of steps, at most the planned ones, whose planned event
+        (up-front releases, then :meth:`_steps_event`) stays within
+        ``(epsilon, delta)``.
+        """
+        if self.noise_multiplier is None:
+            return self._calibrate(ctx)
+        z = float(self.noise_multiplier)
+        plan = self._plan_for(z, ctx)
+        steps = self._max_steps_within(
+            lambda steps: ctx.planned_event(self._steps_event(plan, ctx, steps)),
+            z,
+            ctx.planned_steps,
+            ctx.delta,
+        )
+        return dataclasses.replace(plan, steps=steps)
+
+    def _max_steps_within(self, planned_event, z: float, cap: int, delta: float) -> int:
+        """Largest ``T <= cap`` with ``planned_event(T)`` within ``(epsilon, delta)``."""
+        try:
+            return calibration.max_steps_within(
+                self.epsilon, delta, planned_event, cap, **self._calibration_options()
+            )
+        except ValueError as exc:
+            raise ValueError(
+                f"noise_multiplier={z:g} spends more than epsilon={self.epsilon:g} in a single "
+                f"step; increase the noise ({exc})"
+            ) from exc
+
     def _calibrate(self, ctx: FitContext) -> NoisePlan:
-        """The noise of a private fit (default: one Gaussian release per step)."""
-        z = self._calibrated_effective(ctx)
-        return NoisePlan(primal=z, effective=z)
+        """The noise meeting the budget (default: one Gaussian release per step)."""
+        return self._plan_for(self._calibrated_effective(ctx), ctx)
+
+    def _plan_for(self, noise_multiplier: float, ctx: FitContext) -> NoisePlan:
+        """The plan whose gradient multiplier is ``noise_multiplier`` (default: sole release)."""
+        return NoisePlan(primal=noise_multiplier, effective=noise_multiplier)
+
+    def _steps_event(self, plan: NoisePlan, ctx: FitContext, steps: int) -> dp_accounting.DpEvent:
+        """The planned event of ``steps`` steps under ``plan`` (default: one joint Gaussian)."""
+        return sampled_gaussian_steps_event(plan.effective, ctx.sampling_rate, steps)
 
     def _calibrated_effective(self, ctx: FitContext) -> float:
         """Smallest joint per-step multiplier for which the planned event meets the target.
@@ -519,7 +570,7 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
             return ctx.planned_event(sampled_gaussian_steps_event(z, q, steps))
 
         return calibration.calibrate_noise_multiplier(
-            self.epsilon, ctx.delta, event, **self._accountant_options()
+            self.epsilon, ctx.delta, event, **self._calibration_options()
         )
 
     def _make_problem(self, ctx: FitContext, plan: NoisePlan):
@@ -538,8 +589,12 @@ class PrivateClassifierBase(ClassifierMixin, BaseEstimator):
         """Fitted attributes from the trained problem (released values only)."""
 
     def _accountant_options(self) -> dict:
-        """Keyword arguments of the accountant that calibrates and prices the fit's event."""
+        """Keyword arguments of the accountant that prices the fit's event."""
         return {}
+
+    def _calibration_options(self) -> dict:
+        """Keyword arguments of the accountant calibration plans with (default: the same)."""
+        return self._accountant_options()
 
     def _recorded_view(self) -> str:
         """How ``dp_event_`` combines releases on one batch (see :class:`EventRecorder`)."""

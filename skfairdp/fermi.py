@@ -197,6 +197,12 @@ class DPFermiClassifier(PrivateClassifierBase):
         so with ``sample_weight`` every sensitivity (theta- and W-gradients, the
         group histogram) is scaled by this bound; without it, it changes nothing.
         See doc/privacy.md.
+    noise_multiplier : None or float, default=None
+        ``None`` calibrates the noise to ``(epsilon, delta)`` for ``max_epochs``
+        epochs. A float fixes theta's noise multiplier (W's is twice it) and
+        trains for the largest number of steps whose event stays within
+        ``(epsilon, delta)``, at most ``max_epochs`` epochs (the oracle contract,
+        doc/design.md). Not with ``calibration="paper"``.
     w_radius : "auto" or float, default="auto"
         Radius of the Frobenius ball W is projected on; ``"auto"`` is
         ``1.1 * sqrt(l) * max_r p_S(r)^(-1/2)`` with the (released or public,
@@ -316,6 +322,14 @@ class DPFermiClassifier(PrivateClassifierBase):
     )
 
     # -- hooks of the fit template ----------------------------------------------
+    def _check_params(self) -> None:
+        if self.noise_multiplier is not None and self.calibration == "paper":
+            raise ValueError(
+                "noise_multiplier fixes the noise, calibration='paper' derives it from "
+                "Theorem 3.3: set one of them (noise_multiplier=None, or calibration="
+                "'accountant', which then caps the steps to the budget)"
+            )
+
     def _encode_groups(self, sensitive_features, n_samples):
         required = (
             "sensitive_features is required when fairness_weight > 0: pass "
@@ -388,19 +402,20 @@ class DPFermiClassifier(PrivateClassifierBase):
         return gaussian_release_event(hist_z) if releases_histogram else NoOpDpEvent()
 
     def _calibrate(self, ctx):
-        lam = float(self.fairness_weight)
+        if self.calibration == "paper":
+            return self._paper_plan(ctx)
+        ratio = DUAL_NOISE_RATIO if self.fairness_weight > 0 else math.inf
+        spread = math.sqrt(1.0 + ratio**-2)  # z_theta = z_eff spread when z_w = ratio z_theta
+        return self._plan_for(self._calibrated_effective_or_explain(ctx) * spread, ctx)
+
+    def _plan_for(self, noise_multiplier, ctx):
+        has_dual = self.fairness_weight > 0
         # with lambda = 0 under "sensitive" nothing depends on s: nothing to noise
-        has_dual = lam > 0
         if not (has_dual or self.privacy_unit == "record"):
             return NoisePlan()
-        if self.calibration == "paper":
-            z_theta, z_w = self._paper_multipliers(ctx, has_dual)
-        else:
-            ratio = DUAL_NOISE_RATIO if has_dual else math.inf
-            spread = math.sqrt(1.0 + ratio**-2)  # z_theta = z_eff spread when z_w = ratio z_theta
-            z_theta = self._calibrated_effective_or_explain(ctx) * spread
-            z_w = ratio * z_theta if has_dual else math.inf
-        return NoisePlan(primal=z_theta, dual=z_w, effective=joint_noise_multiplier(z_theta, z_w))
+        z_w = DUAL_NOISE_RATIO * noise_multiplier if has_dual else math.inf
+        effective = joint_noise_multiplier(noise_multiplier, z_w)
+        return NoisePlan(primal=noise_multiplier, dual=z_w, effective=effective)
 
     def _make_problem(self, ctx, plan):
         lam = float(self.fairness_weight)
@@ -556,7 +571,10 @@ class DPFermiClassifier(PrivateClassifierBase):
                 f"max_epochs; {_accountant_hint(self._accountant_options())}."
             ) from exc
 
-    def _paper_multipliers(self, ctx, has_dual):
+    def _paper_plan(self, ctx):
+        has_dual = self.fairness_weight > 0
+        if not (has_dual or self.privacy_unit == "record"):
+            return NoisePlan()
         delta, n, steps, m = ctx.delta, ctx.n_samples, ctx.planned_steps, self.batch_size
         lam, w_radius = float(self.fairness_weight), ctx.released["w_radius"]
         problems = theorem_3_3_preconditions(
@@ -569,7 +587,7 @@ class DPFermiClassifier(PrivateClassifierBase):
                 + "); its sigmas then carry no guarantee. privacy_spent_ reports what the "
                 "accountant says the executed event costs.",
                 UserWarning,
-                stacklevel=6,  # user -> fit -> _private_fit -> _fit_template -> _calibrate
+                stacklevel=7,  # user, fit, _private_fit, _fit_template, _noise_plan, _calibrate
             )
         sensitive_only = self.privacy_unit == "sensitive"
         sigmas = theorem_3_3_sigmas(
@@ -589,7 +607,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         theta_std = sigmas.sigma_theta * m * (lam if sensitive_only else 1.0)
         z_theta = theta_std / self.max_grad_norm if theta_std > 0 else math.inf
         z_w = (lam * sigmas.sigma_w * m) / ctx.released["dual_clip"] if has_dual else math.inf
-        return z_theta, z_w
+        return NoisePlan(primal=z_theta, dual=z_w, effective=joint_noise_multiplier(z_theta, z_w))
 
 
 def _accountant_hint(account: dict) -> str:

@@ -197,6 +197,9 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
     max_sample_weight : float, default=1.0
         Public bound on ``sample_weight``, as in :class:`~skfairdp.DPFermiClassifier`;
         it scales the count's sensitivity too (the count is weighted).
+    noise_multiplier : None or float, default=None
+        ``None`` calibrates ``sigma_1`` to ``(epsilon, delta)``; a float fixes it
+        and caps the steps to the budget, as in :class:`~skfairdp.DPFermiClassifier`.
     z_init : float, default=50.0
         Initial (``"adapt"``) or fixed (``"global"``) strict bound ``Z``.
     z_lr : float, default=0.1

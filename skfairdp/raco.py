@@ -355,7 +355,6 @@ class RaCODPClassifier(PrivateClassifierBase):
             "temperature": Param(1.0, [POSITIVE]),
             "histogram_noise": Param("gaussian", [StrOptions({"gaussian", "laplace"})]),
             "histogram_noise_multiplier": Param("auto", [StrOptions({"auto"}), POSITIVE]),
-            "noise_multiplier": Param(None, [None, POSITIVE]),
             "lr_dual": Param(1.0, [POSITIVE]),
             "dual_bound": Param(None, [None, POSITIVE]),
         },
@@ -366,11 +365,6 @@ class RaCODPClassifier(PrivateClassifierBase):
     # -- hooks of the fit template ----------------------------------------------
     def _check_params(self) -> None:
         resolve_constraints(self.constraints, float(self.tolerance))  # bad constraints: early
-        if math.isinf(self.epsilon) and self.noise_multiplier is not None:
-            raise ValueError(
-                "noise_multiplier is set but epsilon=inf (non-private training adds no noise); "
-                "set a finite epsilon or noise_multiplier=None"
-            )
         if self.histogram_noise == "laplace" and self.accountant == "rdp":
             raise ValueError(
                 "accountant='rdp' cannot account histogram_noise='laplace' (the gradient and "
@@ -403,15 +397,17 @@ class RaCODPClassifier(PrivateClassifierBase):
         parts = self.rate_program_.parts(ctx.groups, ctx.y)
         return (torch.as_tensor(np.stack([ctx.y, parts], axis=1).astype(np.int64)),)
 
-    def _calibrate(self, ctx) -> NoisePlan:
-        z_grad, z_hist, steps = self._noise_and_steps(ctx)
+    def _plan_for(self, noise_multiplier, ctx) -> NoisePlan:
+        z_hist = self._hist_multiplier(noise_multiplier)
         gaussian = self.histogram_noise == "gaussian"
         return NoisePlan(
-            primal=z_grad,
+            primal=noise_multiplier,
             statistics=z_hist,
-            effective=joint_noise_multiplier(z_grad, z_hist) if gaussian else math.nan,
-            steps=steps,
+            effective=joint_noise_multiplier(noise_multiplier, z_hist) if gaussian else math.nan,
         )
+
+    def _steps_event(self, plan, ctx, steps):
+        return self._planned_event(plan.primal, plan.statistics, ctx.sampling_rate, steps)
 
     def _make_problem(self, ctx, plan):
         program = self.rate_program_
@@ -488,28 +484,23 @@ class RaCODPClassifier(PrivateClassifierBase):
             return self._paper_event(z_grad, z_hist, q, steps)
         return self._event(z_grad, z_hist, q, steps)
 
-    def _account(self) -> dict:
+    def _calibration_options(self) -> dict:
         # the authors' accounting is PLD; the sound one uses the chosen accountant
         return {"accountant": "pld" if self.calibration == "paper" else self.accountant}
 
     def _spent(self, z_grad, z_hist, q, steps, delta) -> float:
         event = self._planned_event(z_grad, z_hist, q, steps)
-        return epsilon_spent(event, delta, **self._account()).epsilon
+        return epsilon_spent(event, delta, **self._calibration_options()).epsilon
 
     def _hist_multiplier(self, z_grad: float) -> float:
         if self.histogram_noise_multiplier == "auto":
             return HISTOGRAM_NOISE_RATIO * z_grad
         return float(self.histogram_noise_multiplier)
 
-    def _noise_and_steps(self, ctx):
-        """``(z_grad, z_hist, steps)`` meeting ``(epsilon, delta)``."""
+    def _calibrate(self, ctx) -> NoisePlan:
+        """The plan meeting ``(epsilon, delta)`` (a fixed ``noise_multiplier``: the template)."""
         q, planned_steps, delta = ctx.sampling_rate, ctx.planned_steps, ctx.delta
         fixed_hist = self.histogram_noise_multiplier != "auto"
-        if self.noise_multiplier is not None:  # noise fixed: find the steps
-            z_grad = float(self.noise_multiplier)
-            z_hist = self._hist_multiplier(z_grad)
-            steps = self._max_steps(z_grad, z_hist, q, planned_steps, delta)
-            return z_grad, z_hist, steps
         if fixed_hist:
             z_hist = float(self.histogram_noise_multiplier)
             if self._spent(1e6, z_hist, q, planned_steps, delta) > self.epsilon:
@@ -525,28 +516,17 @@ class RaCODPClassifier(PrivateClassifierBase):
         )
         if simple:  # one Gaussian per step: calibrate the joint multiplier, then split it
             z_eff = self._calibrated_effective(ctx)
-            z_grad = z_eff * math.sqrt(1.0 + HISTOGRAM_NOISE_RATIO**-2)
-            return z_grad, HISTOGRAM_NOISE_RATIO * z_grad, planned_steps
+            return self._plan_for(z_eff * math.sqrt(1.0 + HISTOGRAM_NOISE_RATIO**-2), ctx)
         z_grad = calibration.calibrate_noise_multiplier(
             self.epsilon,
             delta,
             lambda z: self._planned_event(z, self._hist_multiplier(z), q, planned_steps),
-            **self._account(),
+            **self._calibration_options(),
         )
-        return z_grad, self._hist_multiplier(z_grad), planned_steps
+        return self._plan_for(z_grad, ctx)
 
     def _max_steps(self, z_grad, z_hist, q, cap, delta) -> int:
         """Largest ``T <= cap`` with ``epsilon(T) <= epsilon`` (epsilon grows with T)."""
-        try:
-            return calibration.max_steps_within(
-                self.epsilon,
-                delta,
-                lambda steps: self._planned_event(z_grad, z_hist, q, steps),
-                cap,
-                **self._account(),
-            )
-        except ValueError as exc:
-            raise ValueError(
-                f"noise_multiplier={z_grad:g} (histogram {z_hist:g}) spends more than "
-                f"epsilon={self.epsilon:g} in a single step; increase the noise ({exc})"
-            ) from exc
+        return self._max_steps_within(
+            lambda steps: self._planned_event(z_grad, z_hist, q, steps), z_grad, cap, delta
+        )

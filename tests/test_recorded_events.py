@@ -167,6 +167,15 @@ ESTIMATORS = {
         max_epochs=10,
         random_state=0,
     ),  # fmt: skip
+    "fermi-fixed-noise-capped": DPFermiClassifier(
+        noise_multiplier=2.0, **{**FERMI, "max_epochs": 30}
+    ),
+    "gs-fixed-noise-capped-composed": GlobalScalingDPClassifier(
+        noise_multiplier=2.0,
+        accounting="composed",
+        count_noise_multiplier=3.0,
+        **{**DPSGD, "max_epochs": 30},
+    ),  # fmt: skip
     "gs-adapt": GlobalScalingDPClassifier(**DPSGD),
     "gs-adapt-composed": GlobalScalingDPClassifier(
         accounting="composed", count_noise_multiplier=3.0, **DPSGD
@@ -198,8 +207,11 @@ def test_recorded_event_is_the_planned_event(name, data, plans):
     delta = est.privacy_spent_.delta
     recorded = est.dp_event_
     assert _step_count(recorded) == est.n_steps_
-    if name.startswith("raco-fixed-noise"):  # step capping: the plan is T(epsilon) steps
+    if "fixed-noise" in name:  # step capping: the plan is T(epsilon) steps
         assert plans[-1][0] == "steps" and plans[-1][2] == est.n_steps_
+        assert est.noise_multiplier_ == est.noise_multiplier
+        planned_steps = est.max_epochs * math.ceil(400 / est.batch_size)
+        assert est.n_steps_ < planned_steps if "capped" in name else est.n_steps_ <= planned_steps
     assert est.privacy_spent_ == epsilon_spent(recorded, delta, **_fit_account(est))
     _assert_same(recorded, planned, delta, account, exact=name in EXACT)
     assert est.privacy_spent_.epsilon <= est.epsilon * (1 + 1e-9)

@@ -115,6 +115,9 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
     max_sample_weight : float, default=1.0
         Public bound on ``sample_weight``, as in :class:`~skfairdp.DPFermiClassifier`;
         it scales the group counts' sensitivity too (the counts are weighted).
+    noise_multiplier : None or float, default=None
+        ``None`` calibrates ``sigma_1`` to ``(epsilon, delta)``; a float fixes it
+        and caps the steps to the budget, as in :class:`~skfairdp.DPFermiClassifier`.
     count_noise_multiplier : float, default=10.0
         Std of the noise on each of the ``2K`` counts (sensitivity 1); the paper
         uses ``10 sigma``.

@@ -126,10 +126,10 @@ class FairLensClassifier(NoisySGDClassifierBase):
         Weight of ``R1`` (paper: ``lambda_1 = 1``).
     lambda_noise : float, default=1.0
         Weight of ``R2`` (paper: ``lambda_2 = 1``).
-    epsilon, delta, max_grad_norm, max_sample_weight, lr, batch_size, max_epochs, module,
-    hidden_layer_sizes, activation, sensitive_values, optimizer, callbacks,
-    random_state, secure_mode, device, n_jobs,
-    record_private_diagnostics, verbose, **kwargs
+    epsilon, delta, max_grad_norm, max_sample_weight, noise_multiplier, lr,
+    batch_size, max_epochs, module, hidden_layer_sizes, activation,
+    sensitive_values, optimizer, callbacks, random_state, secure_mode, device,
+    n_jobs, record_private_diagnostics, verbose, **kwargs
         As :class:`~skfairdp.baselines.DPSGDFClassifier` (``lr`` default 0.01,
         the paper's).
 
