@@ -4,7 +4,8 @@ Seen with very large fairness weights, huge learning rates or noise that
 drowns the signal: the model predicts one class everywhere, or is less accurate
 on its own training data than always predicting the majority class. The check
 reads the training data, so it is not private: it only warns whoever runs
-``fit`` (who holds the data) and stores nothing in the fitted model.
+``fit`` (who holds the data), states no statistic (one bit: degenerate or not)
+and stores nothing in the fitted model.
 """
 
 from __future__ import annotations
@@ -33,7 +34,10 @@ def warn_if_degenerate(estimator, X, y) -> None:
     what = (
         f"predicts the single class {predicted[0].item()!r} for every training row"
         if single
-        else f"has training accuracy {accuracy:.3f}, below the majority-class rate {majority:.3f}"
+        # no numbers: the warning may end up in logs, and exact training accuracy is an
+        # unnoised statistic of the private data (the warning itself is one bit)
+        else "is less accurate on its training data than predicting the majority class "
+        "(below the majority-class rate)"
     )
     causes = ["a learning rate too large for the noise (lower lr)"]
     if float(getattr(estimator, "fairness_weight", 0) or 0) > 0:
