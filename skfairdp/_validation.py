@@ -1,4 +1,4 @@
-"""Input validation shared by the estimators: X, y and ``hidden_layer_sizes``.
+"""Input validation shared by the estimators: X, y, ``sample_weight``, ``hidden_layer_sizes``.
 
 scikit-learn's own checks do the work (dtype, finiteness, shape, feature
 names); this module adds what its messages lack: the name of the offending
@@ -10,6 +10,8 @@ estimator checks that match on sklearn's wording keep working.
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
 from collections.abc import Sequence
 from numbers import Integral
@@ -19,7 +21,7 @@ import scipy.sparse as sp
 import torch
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_y, validate_data
+from sklearn.utils.validation import _check_y, check_array, validate_data
 
 #: Sparse formats validated as such (others, e.g. dok/lil, are converted to the first).
 SPARSE_FORMATS = ("csr", "csc", "coo")
@@ -166,3 +168,50 @@ class TorchDevice(HasMethods):
 
     def __str__(self):
         return "a torch.device or a device string such as 'cpu', 'cuda' or 'cuda:0'"
+
+
+def check_sample_weight(
+    sample_weight, n_samples: int, *, epsilon: float, max_sample_weight: float
+) -> np.ndarray | None:
+    """Sample weights as float64, or None; errors name ``sample_weight`` (and the bound).
+
+    Finite and non-negative, not all zero; when private (finite ``epsilon``), at
+    most ``max_sample_weight`` (the bound every sensitivity is scaled by).
+    """
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, numbers.Number):
+        weights = np.full(n_samples, float(sample_weight))
+    else:
+        weights = check_array(
+            sample_weight,
+            ensure_2d=False,
+            dtype=np.float64,
+            ensure_all_finite=False,
+            input_name="sample_weight",
+            copy=True,
+        )
+    if weights.shape != (n_samples,):
+        raise ValueError(
+            f"sample_weight.shape == {weights.shape}, expected ({n_samples},): one weight "
+            "per row of X"
+        )
+    private = not math.isinf(epsilon)
+    bad = ~np.isfinite(weights) | (weights < 0)
+    if private:
+        bad |= weights > max_sample_weight
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        if private:
+            raise ValueError(
+                f"sample_weight must be finite, non-negative and at most max_sample_weight="
+                f"{max_sample_weight:g}; got {weights[row]!r} (row {row}). The weights are "
+                "public and bounded: each row's clipped contribution is multiplied by its "
+                "weight, so max_sample_weight scales the noise; raise it or rescale the weights."
+            )
+        raise ValueError(
+            f"sample_weight must be finite and non-negative; got {weights[row]!r} (row {row})."
+        )
+    if not weights.any():
+        raise ValueError("sample_weight: weights must contain at least one non-zero number.")
+    return weights
