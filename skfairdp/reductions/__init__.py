@@ -1,0 +1,6 @@
+"""Reductions: constrained group-objective optimisation (CGOO) over mixtures of classifiers.
+
+:mod:`skfairdp.reductions.objectives` and :mod:`skfairdp.reductions.constraints`
+hold the pure math layer: objectives ``f`` and constraints ``g`` as differentiable
+torch functions of the joint group statistics ``(positives, cells)``.
+"""
