@@ -90,12 +90,16 @@ FIELDS = [
     "n_train",
     "n_test",
     "lr",
-    "lr_w",
+    "lr_dual",
     "max_epochs",
     "batch_size",
-    "w_radius",
+    "dual_bound",
     "skfairdp_commit",
 ]
+
+# Columns of CSVs written before DPFermiClassifier's lr_w/w_radius were renamed (same
+# positions in FIELDS, so --resume may append to such a file; read back renamed).
+LEGACY_COLUMNS = {"lr_w": "lr_dual", "w_radius": "dual_bound"}
 
 DATASET_LABEL = {"adult": "Adult", "credit-card": "Credit Card"}
 CONSTANT = 0.005  # predicted-positive rate within this of 0 or 1: a constant classifier
@@ -167,10 +171,10 @@ def fit_one(data, *, experiment, dataset, fairness, seed, split_state, eps, lam,
         "n_train": len(ytr),
         "n_test": len(yte),
         "lr": clf.lr,
-        "lr_w": clf.lr_w,
+        "lr_dual": clf.lr_dual,
         "max_epochs": clf.max_epochs,
         "batch_size": clf.batch_size,
-        "w_radius": clf.w_radius,
+        "dual_bound": clf.dual_bound,
         "skfairdp_commit": commit,
     }
 
@@ -349,7 +353,7 @@ def library_commit():
 def _header(title, command, df, csv_name, png_name):
     commits = ", ".join(sorted(df["skfairdp_commit"].astype(str).unique()))
     settings = (
-        df[["lr", "lr_w", "max_epochs", "batch_size", "w_radius"]]
+        df[["lr", "lr_dual", "max_epochs", "batch_size", "dual_bound"]]
         .astype(str)
         .drop_duplicates()
         .to_dict("records")
@@ -380,8 +384,8 @@ def _header(title, command, df, csv_name, png_name):
         f"of the test split. Seeds: {', '.join(map(str, seeds))}. Means/stds over seeds "
         "(std with ddof=1).",
         f"- Code: skfairdp at {commits} (HEAD when the fits ran; `+modified`: the working "
-        "tree's skfairdp/ differed from it). Estimator defaults in effect (lr, lr_w, "
-        f"max_epochs, batch_size, w_radius): {settings}; torch {torch.__version__}, scikit-learn "
+        "tree's skfairdp/ differed from it). Estimator defaults in effect (lr, lr_dual, "
+        f"max_epochs, batch_size, dual_bound): {settings}; torch {torch.__version__}, scikit-learn "
         f"{sklearn.__version__}, Python {platform.python_version()}; 1 torch thread; "
         f"{len(df)} fits, {df['fit_seconds'].sum() / 60:.1f} min of fitting "
         "(shared 2-core machine, timings are noisy).",
@@ -626,7 +630,7 @@ def main(argv=None):
     csv_path = args.out / f"{name}.csv"
     if not args.report_only:
         run_grid(csv_path, build_jobs(args), resume=args.resume)
-    df = pd.read_csv(csv_path)
+    df = pd.read_csv(csv_path).rename(columns=LEGACY_COLUMNS)
     points = load_anchor(args.anchor)
     print(f"anchor: {find_anchor_file(args.anchor)} ({len(points)} points)")
     command = args.command or "python benchmarks/tradeoff.py " + shlex.join(argv)

@@ -1,7 +1,7 @@
 """How DPFermiClassifier's defaults compare with nearby values, on Adult at epsilon = 1.
 
 Changes one training parameter at a time (learning rate, batch size, epochs,
-clipping norm, W step size) and reports test accuracy and demographic-parity
+clipping norm, W step size lr_dual) and reports test accuracy and demographic-parity
 violation for fairness_weight 0, 4 and 8, averaged over two seeds (split and noise), at
 epsilon = 1, delta = 1e-5, privacy_unit = "record". This produces the table in
 doc/dpfermi.md.
@@ -33,7 +33,7 @@ VARIANTS = [
     {"max_epochs": 80},
     {"max_grad_norm": 0.3},
     {"max_grad_norm": 3.0},
-    {"lr_w": 0.2},  # the former fixed default: unstable once lr_w * fairness_weight > 1
+    {"lr_dual": 0.2},  # the former fixed default: unstable once lr_dual * fairness_weight > 1
 ]
 
 adult = load_adult(preprocess=True)

@@ -9,12 +9,14 @@ beyond it lives here: the calibration of a gradient and a count released on
 the same batch, and the activation of the default MLP.
 
 Accounting of a step that releases a gradient sum (multiplier ``z1``) and a
-count (multiplier ``z2``) computed on the same Poisson batch:
+count (multiplier ``z2``) computed on the same Poisson batch, by the parameter
+``calibration`` (formerly ``accounting``, whose ``"joint"`` and ``"composed"``
+are ``"accountant"`` and ``"paper"``; deprecated, see :data:`ACCOUNTING_ALIAS`):
 
-``"joint"`` (sound, default)
+``"accountant"`` (sound, default)
     one sampled Gaussian mechanism with ``z_eff = (z1^-2 + z2^-2)^(-1/2)``;
     ``z1`` is raised so that ``z_eff`` is the DP-SGD multiplier for the target.
-``"composed"`` (the papers' accounting, for reproduction)
+``"paper"`` (the papers' accounting, for reproduction)
     two sampled Gaussian mechanisms composed as if their batches were
     independent. The batch is shared, so this under-states epsilon (slightly
     at ``z2 = 10``; a lot for small ``z2``).
@@ -28,7 +30,7 @@ import warnings
 import dp_accounting
 import torch
 
-from .base import FitContext, NoisePlan, PrivateClassifierBase
+from .base import Deprecated, FitContext, NoisePlan, PrivateClassifierBase
 from .nn import build_module
 from .privacy import (
     calibration,
@@ -38,7 +40,12 @@ from .privacy import (
 )
 from .privacy.events import compose
 
-ACCOUNTING = ("joint", "composed")
+#: Values of ``calibration`` (the shared parameter's options).
+CALIBRATIONS = ("accountant", "paper")
+#: ``accounting``, the DP-SGD family's former name of ``calibration`` (removed in 0.2).
+ACCOUNTING_ALIAS = Deprecated(
+    new="calibration", values={"joint": "accountant", "composed": "paper"}
+)
 
 
 def step_events(
@@ -46,7 +53,7 @@ def step_events(
     count_noise_multiplier: float,
     sampling_rate: float,
     steps: int,
-    accounting: str = "joint",
+    calibration: str = "accountant",
 ) -> dp_accounting.DpEvent:
     """The event of ``steps`` steps that each release a gradient sum and a count (the plan).
 
@@ -65,12 +72,12 @@ def step_events(
         Poisson rate ``q``.
     steps : int
         Number of steps executed.
-    accounting : {"joint", "composed"}
+    calibration : {"accountant", "paper"}, default="accountant"
         See the module docstring.
     """
-    if accounting not in ACCOUNTING:
-        raise ValueError(f"accounting must be one of {ACCOUNTING}, got {accounting!r}")
-    if accounting == "joint" or math.isinf(count_noise_multiplier):
+    if calibration not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+    if calibration == "accountant" or math.isinf(count_noise_multiplier):
         z_eff = joint_noise_multiplier(noise_multiplier, count_noise_multiplier)
         return sampled_gaussian_steps_event(z_eff, sampling_rate, steps)
     return compose(
@@ -148,59 +155,64 @@ class NoisySGDClassifierBase(PrivateClassifierBase):
     def _count_noise_multiplier(self) -> float:
         return math.inf
 
-    def _accounting(self) -> str:
-        return getattr(self, "accounting", "joint")  # a shared parameter
+    def _calibration(self) -> str:
+        """``calibration`` in effect (``"accountant"`` for an estimator without it)."""
+        if "calibration" not in self._parameters.defaults:
+            return "accountant"
+        return self._param("calibration")
 
     def _recorded_view(self) -> str:
-        # "composed": the papers' view of a step (gradient and count as if independent)
-        return "separate" if self._accounting() == "composed" else "joint"
+        # "paper": the papers' view of a step (gradient and count as if independent)
+        return "separate" if self._calibration() == "paper" else "joint"
 
     def _calibrate(self, ctx: FitContext) -> NoisePlan:
-        count_z = self._count_noise_multiplier()
-        if self._accounting() == "joint" or math.isinf(count_z):
-            z1 = split_noise_multiplier(self._calibrated_effective(ctx), count_z)
+        statistics_multiplier = self._count_noise_multiplier()
+        if self._calibration() == "accountant" or math.isinf(statistics_multiplier):
+            z1 = split_noise_multiplier(self._calibrated_effective(ctx), statistics_multiplier)
         else:
-            z1 = self._calibrate_composed(ctx, count_z)
+            z1 = self._calibrate_composed(ctx, statistics_multiplier)
         return self._plan_for(z1, ctx)
 
     def _plan_for(self, noise_multiplier: float, ctx: FitContext) -> NoisePlan:
-        count_z = self._count_noise_multiplier()
-        effective = joint_noise_multiplier(noise_multiplier, count_z)
-        return NoisePlan(primal=noise_multiplier, statistics=count_z, effective=effective)
+        statistics_multiplier = self._count_noise_multiplier()
+        effective = joint_noise_multiplier(noise_multiplier, statistics_multiplier)
+        return NoisePlan(
+            primal=noise_multiplier, statistics=statistics_multiplier, effective=effective
+        )
 
     def _steps_event(self, plan: NoisePlan, ctx: FitContext, steps: int):
-        q, accounting = ctx.sampling_rate, self._accounting()
-        return step_events(plan.primal, plan.statistics, q, steps, accounting)
+        q = ctx.sampling_rate
+        return step_events(plan.primal, plan.statistics, q, steps, self._calibration())
 
-    def _calibrate_composed(self, ctx: FitContext, count_z: float) -> float:
+    def _calibrate_composed(self, ctx: FitContext, statistics_multiplier: float) -> float:
         q, steps = ctx.sampling_rate, ctx.planned_steps
         count_only = epsilon_spent(
-            sampled_gaussian_steps_event(count_z, q, steps), ctx.delta
+            sampled_gaussian_steps_event(statistics_multiplier, q, steps), ctx.delta
         ).epsilon
         if count_only >= self.epsilon:
             raise ValueError(
-                f"count_noise_multiplier={count_z:g}: the noisy counts alone spend epsilon="
-                f"{count_only:.4g} >= the target epsilon={self.epsilon:g}; increase "
-                "count_noise_multiplier or epsilon."
+                f"count_noise_multiplier={statistics_multiplier:g}: the noisy counts alone "
+                f"spend epsilon={count_only:.4g} >= the target epsilon={self.epsilon:g}; "
+                "increase count_noise_multiplier or epsilon."
             )
 
         def composed(z):
-            return ctx.planned_event(step_events(z, count_z, q, steps, "composed"))
+            return ctx.planned_event(step_events(z, statistics_multiplier, q, steps, "paper"))
 
         return calibration.calibrate_noise_multiplier(self.epsilon, ctx.delta, composed)
 
     def _report_accounting(self, ctx: FitContext) -> None:
         if (
             ctx.private
-            and self._accounting() == "composed"
+            and self._calibration() == "paper"
             and math.isfinite(self._count_noise_multiplier())
         ):
             sound = epsilon_spent(ctx.recorder.build("joint"), ctx.delta)
             warnings.warn(
-                f"accounting='composed' reproduces the paper's accounting, which composes the "
+                f"calibration='paper' reproduces the paper's accounting, which composes the "
                 f"gradient and the count as if their batches were independent; they share the "
                 f"batch, and the sound (joint) epsilon of this fit is {sound.epsilon:.4g}, not "
-                f"{self.privacy_spent_.epsilon:.4g}. Use accounting='joint' outside "
+                f"{self.privacy_spent_.epsilon:.4g}. Use calibration='accountant' outside "
                 "reproductions.",
                 UserWarning,
                 stacklevel=5,  # user -> fit -> _private_fit -> _fit_template -> here

@@ -75,12 +75,13 @@ class PrivateFitMixin:
     def _private_fit(self, X, y, sensitive_features=None, sample_weight=None):
         """The template of every fit (torch threads from ``n_jobs``, degenerate-model check).
 
-        validate parameters and data -> encode groups -> resolve delta, device,
-        random source, sampler (Poisson when private) -> up-front releases ->
-        calibrate the noise -> build module and optimizer (initialised from the
-        random source) -> the problem -> train (release, apply per step, every
-        release recorded) -> fitted attributes -> ``dp_event_`` (the recorded
-        event) -> ``privacy_spent_`` and the per-epoch epsilons of ``history_``.
+        validate parameters (warn about deprecated names) and data -> encode
+        groups -> resolve delta, device, random source, sampler (Poisson when
+        private) -> up-front releases -> calibrate the noise -> build module and
+        optimizer (initialised from the random source) -> the problem -> train
+        (release, apply per step, every release recorded) -> fitted attributes
+        -> ``dp_event_`` (the recorded event) -> ``privacy_spent_`` and the
+        per-epoch epsilons of ``history_``.
         """
         with torch_threads(self.n_jobs):
             self._fit_template(X, y, sensitive_features, sample_weight)
@@ -89,6 +90,9 @@ class PrivateFitMixin:
 
     def _fit_template(self, X, y, sensitive_features, sample_weight):
         self._validate_params()
+        # deprecated parameter names: FutureWarning, or an error when the new name is set too
+        # (stacklevel 4: _fit_template -> _private_fit -> fit -> user)
+        self._parameters.check_deprecated(self, stacklevel=4)
         if math.isinf(self.epsilon) and self.noise_multiplier is not None:
             raise ValueError(
                 "noise_multiplier is set but epsilon=inf (non-private training adds no noise); "

@@ -23,6 +23,7 @@ from ._parameters import (
     NON_NEGATIVE,
     POSITIVE,
     SHARED_CONSTRAINTS,
+    Deprecated,
     Param,
     ParameterDeclaration,
     declare_parameters,
@@ -35,6 +36,7 @@ from .nn import build_module
 __all__ = [
     "COMMON_CONSTRAINTS",
     "SHARED_CONSTRAINTS",
+    "Deprecated",
     "FitContext",
     "NON_NEGATIVE",
     "NoisePlan",
@@ -58,7 +60,10 @@ class PrivateClassifierBase(PrivateFitMixin, ClassifierMixin, BaseEstimator):
     estimator declares exactly its own parameters, never inheriting a constraint
     for one it lacks). Keyword arguments ``module__*``/``optimizer__*`` are
     stored too and visible to ``get_params``/``set_params``, so ``GridSearchCV``
-    can tune the architecture, as in skorch.
+    can tune the architecture, as in skorch. A renamed parameter keeps its old
+    name for one release (:class:`~skfairdp._parameters.Deprecated`): ``fit``
+    warns when it is set, and estimator code reads the value in effect with
+    :meth:`_param`, never the old attribute.
 
     **Fit.** :meth:`fit` runs :meth:`_private_fit`, the one template of every
     estimator. A subclass fills in:
@@ -97,6 +102,14 @@ class PrivateClassifierBase(PrivateFitMixin, ClassifierMixin, BaseEstimator):
         if declaration is not None:
             cls._parameter_constraints = dict(declaration.constraints)
             cls.__init__ = declaration.make_init(cls)
+
+    def _param(self, name: str):
+        """The value parameter ``name`` takes in a fit (a set deprecated alias's, translated).
+
+        Read every parameter that has (or had) another name through this, never
+        the deprecated attribute: see :meth:`ParameterDeclaration.effective`.
+        """
+        return self._parameters.effective(self, name)
 
     # -- skorch-style prefixed parameters ---------------------------------
     def _store_prefixed(self, kwargs: dict) -> None:

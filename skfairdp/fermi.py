@@ -19,7 +19,14 @@ from dp_accounting import NoOpDpEvent
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import ermi
-from .base import POSITIVE, NoisePlan, Param, PrivateClassifierBase, declare_parameters
+from .base import (
+    POSITIVE,
+    Deprecated,
+    NoisePlan,
+    Param,
+    PrivateClassifierBase,
+    declare_parameters,
+)
 from .fairness import check_min_group_fraction
 from .privacy import gaussian_release_event, joint_noise_multiplier, noisy_histogram
 from .privacy.accountant import PLD_DISCRETIZATION, resolve_accountant
@@ -32,12 +39,13 @@ GROUP_PRIOR_BUDGET_SHARE = 0.05
 # W's noise multiplier relative to theta's on the same batch: W is small (k x l)
 # and averages noise over many steps, so it tolerates more.
 DUAL_NOISE_RATIO = 2.0
-W_RADIUS_MARGIN = 1.1
+# dual_bound="auto" is this margin times the largest norm of W's maximiser.
+DUAL_BOUND_MARGIN = 1.1
 # Largest W (entries) whose per-sample gradients are materialised as dense rows.
 DENSE_W_LIMIT = 4096
-# lr_w="auto" is this fraction of the paper's 1 / beta_w = 1 / (2 lambda): stable for
+# lr_dual="auto" is this fraction of the paper's 1 / beta_w = 1 / (2 lambda): stable for
 # every lambda, and W averages its noisy per-batch gradients over ~10 steps.
-AUTO_LR_W_FRACTION = 0.1
+AUTO_LR_DUAL_FRACTION = 0.1
 
 
 def w_clip_norm(fairness_weight: float, pinv: torch.Tensor) -> float:
@@ -46,7 +54,7 @@ def w_clip_norm(fairness_weight: float, pinv: torch.Tensor) -> float:
     Row i's W-gradient is ``2 w_i (pinv_i e_{s_i} 1^T - W[b_i]) diag(F_i)``. Its
     s-dependent part has norm ``<= 2 pinv_i ||F_i|| <= 2 max pinv``: the exact bound
     under ``privacy_unit="sensitive"``. Under ``"record"`` the worst case over the
-    ball adds ``2 * w_radius``, but at ``W = 0`` and at the independence optimum
+    ball adds ``2 * dual_bound``, but at ``W = 0`` and at the independence optimum
     (``W*[r, j] = sqrt(p_r)``, column norm ``sqrt(pinv^2 - 1)``) the whole row is
     within ``2 max pinv`` too, so we clip there: clipping sets the sensitivity
     either way, and the loose bound more than doubled W's noise.
@@ -63,16 +71,16 @@ class ErmiProblem:
         W: torch.Tensor,
         pinv: torch.Tensor,
         fairness_weight: float,
-        w_radius: float,
-        lr_w: float,
+        dual_bound: float,
+        lr_dual: float,
         privacy_unit: str,
         all_active: bool = True,
     ):
         self.state = {"W": W}
         self.pinv = pinv
         self.lam = float(fairness_weight)
-        self.w_radius = float(w_radius)
-        self.lr_w = float(lr_w)
+        self.dual_bound = float(dual_bound)
+        self.lr_dual = float(lr_dual)
         self.sensitive_unit = privacy_unit == "sensitive"
         # whether every sample has a psi term (not so for equal opportunity, or lambda = 0)
         self.all_active = bool(all_active) and self.lam > 0
@@ -156,9 +164,9 @@ class ErmiProblem:
         return None, ermi.w_gradient_rows(*args) if dense else ermi.WGradients(*args)
 
     def dual_step(self, gradient):
-        """Projected ascent: ``state["W"]`` is replaced by ``P(W + lr_w * gradient)``."""
-        W = torch.add(self.W, gradient.view_as(self.W), alpha=self.lr_w)
-        self.state = {"W": ermi.project_frobenius(W, self.w_radius)}
+        """Projected ascent: ``state["W"]`` is replaced by ``P(W + lr_dual * gradient)``."""
+        W = torch.add(self.W, gradient.view_as(self.W), alpha=self.lr_dual)
+        self.state = {"W": ermi.project_frobenius(W, self.dual_bound)}
 
 
 class DPFermiClassifier(PrivateClassifierBase):
@@ -203,8 +211,9 @@ class DPFermiClassifier(PrivateClassifierBase):
         trains for the largest number of steps whose event stays within
         ``(epsilon, delta)``, at most ``max_epochs`` epochs (the oracle contract,
         doc/design.md). Not with ``calibration="paper"``.
-    w_radius : "auto" or float, default="auto"
-        Radius of the Frobenius ball W is projected on; ``"auto"`` is
+    dual_bound : "auto" or float, default="auto"
+        Bound on the dual variable: the radius of the Frobenius ball that W
+        (each block) is projected on; ``"auto"`` is
         ``1.1 * sqrt(l) * max_r p_S(r)^(-1/2)`` with the (released or public,
         rho-clamped) priors, which contains the maximiser for every theta and
         is at most ``1.1 * sqrt(l / rho)``.
@@ -220,11 +229,12 @@ class DPFermiClassifier(PrivateClassifierBase):
     lr : float, default=0.1
         Learning rate of the theta optimizer (with ``max_grad_norm=1`` a step
         moves theta by at most ``lr`` plus noise).
-    lr_w : "auto" or float, default="auto"
-        Step size of W's projected ascent (applied to ``lambda`` times the
-        W-gradient, as in the paper). The batch objective is a concave
-        quadratic in W with Hessian ``-2 lambda diag(p(Yhat))``, so the ascent
-        is stable only while ``lr_w * 2 * lambda * max_j p(Yhat=j) < 2``;
+    lr_dual : "auto" or float, default="auto"
+        Step size of the dual variable W's projected ascent (applied to
+        ``lambda`` times the W-gradient, as in the paper). The batch objective
+        is a concave quadratic in W with Hessian ``-2 lambda diag(p(Yhat))``,
+        so the ascent is stable only while
+        ``lr_dual * 2 * lambda * max_j p(Yhat=j) < 2``;
         ``"auto"`` is a tenth of the paper's ``1 / beta_w = 1 / (2 lambda)``:
         stable for every ``lambda`` (a fixed value diverges once ``lambda`` is
         large enough), and W averages its noisy gradients over ~10 steps.
@@ -269,6 +279,16 @@ class DPFermiClassifier(PrivateClassifierBase):
         and the model should then not be shipped with its history.
     verbose : int, default=0
         1: progress bar over epochs; 2: also over steps.
+    w_radius : "auto" or float, default="deprecated"
+        Former name of ``dual_bound``.
+
+        .. deprecated:: 0.1
+            ``w_radius`` was renamed ``dual_bound`` in 0.1 and will be removed in 0.2.
+    lr_w : "auto" or float, default="deprecated"
+        Former name of ``lr_dual``.
+
+        .. deprecated:: 0.1
+            ``lr_w`` was renamed ``lr_dual`` in 0.1 and will be removed in 0.2.
     **kwargs
         ``module__*`` and ``optimizer__*`` parameters.
 
@@ -312,18 +332,19 @@ class DPFermiClassifier(PrivateClassifierBase):
         own={
             "fairness": Param("demographic_parity", [StrOptions(set(FAIRNESS_NOTIONS))]),
             "fairness_weight": Param(1.0, [Interval(Real, 0, None, closed="left")]),
-            "w_radius": Param("auto", [StrOptions({"auto"}), POSITIVE]),
+            "dual_bound": Param("auto", [StrOptions({"auto"}), POSITIVE]),
             "rho": Param(0.05, [Interval(Real, 0, 0.5, closed="right")]),
             "group_priors": Param(None, [None, "array-like", dict]),
-            "lr_w": Param("auto", [StrOptions({"auto"}), POSITIVE]),
+            "lr_dual": Param("auto", [StrOptions({"auto"}), POSITIVE]),
         },
         defaults={"max_epochs": 40},
         positional=("fairness", "fairness_weight"),
+        deprecated={"w_radius": Deprecated(new="dual_bound"), "lr_w": Deprecated(new="lr_dual")},
     )
 
     # -- hooks of the fit template ----------------------------------------------
     def _check_params(self) -> None:
-        if self.noise_multiplier is not None and self.calibration == "paper":
+        if self.noise_multiplier is not None and self._param("calibration") == "paper":
             raise ValueError(
                 "noise_multiplier fixes the noise, calibration='paper' derives it from "
                 "Theorem 3.3: set one of them (noise_multiplier=None, or calibration="
@@ -353,16 +374,16 @@ class DPFermiClassifier(PrivateClassifierBase):
         conditional = uses_groups and self.fairness != "demographic_parity"
         # label frequencies (for the label weights) are private only under "record"
         releases_histogram = private and (releases_priors or (conditional and not sensitive_unit))
-        hist_z = math.inf
+        statistics_multiplier = math.inf
         if releases_histogram:
             # Sized by the exact Gaussian curve, which reaches any epsilon > 0 (an RDP
             # conversion bottoms out near 0.006); the whole event is accounted below.
             # Under "sensitive", PLD's replace-one Gaussian is a shift of 2 per unit.
             share = GROUP_PRIOR_BUDGET_SHARE
-            hist_z = gaussian_noise_multiplier(
+            statistics_multiplier = gaussian_noise_multiplier(
                 share * self.epsilon, share * ctx.delta, sensitivity=2.0 if sensitive_unit else 1.0
             )
-        priors, label_freq = self._group_priors(ctx, n_groups, n_blocks, hist_z)
+        priors, label_freq = self._group_priors(ctx, n_groups, n_blocks, statistics_multiplier)
         self.group_priors_ = priors
         self.label_weights_ = (
             1.0 / (n_classes * np.maximum(label_freq, rho)) if conditional else np.ones(n_classes)
@@ -380,9 +401,9 @@ class DPFermiClassifier(PrivateClassifierBase):
                 # the fairness weighting of that group is off, which the user can fix.
                 warnings.warn(
                     f"{exc} These fractions come from a noisy histogram (noise multiplier "
-                    f"{hist_z:.3g}, {GROUP_PRIOR_BUDGET_SHARE:.0%} of epsilon) of n={n} rows "
-                    f"and were clamped at rho={rho:g}; for an accurate fairness weighting "
-                    "pass public group_priors=... or use a larger epsilon.",
+                    f"{statistics_multiplier:.3g}, {GROUP_PRIOR_BUDGET_SHARE:.0%} of epsilon) of "
+                    f"n={n} rows and were clamped at rho={rho:g}; for an accurate fairness "
+                    "weighting pass public group_priors=... or use a larger epsilon.",
                     UserWarning,
                     stacklevel=5,  # user -> fit -> _private_fit -> _fit_template -> here
                 )
@@ -390,19 +411,22 @@ class DPFermiClassifier(PrivateClassifierBase):
         pinv = pinv.to(ctx.device)
         # ||W*[b]||_F <= sqrt(l) * max_r pinv[b, r] for every theta (pinv is public:
         # released noisily or given), and <= sqrt(l / rho) since priors are clamped at rho.
-        w_radius = (
-            W_RADIUS_MARGIN * math.sqrt(n_classes) * float(pinv.max())
-            if self.w_radius == "auto"
-            else float(self.w_radius)
+        dual_bound = self._param("dual_bound")
+        dual_bound = (
+            DUAL_BOUND_MARGIN * math.sqrt(n_classes) * float(pinv.max())
+            if dual_bound == "auto"
+            else float(dual_bound)
         )
         ctx.released.update(
             block=block, active=active, n_blocks=n_blocks, n_groups=n_groups, pinv=pinv,
-            w_radius=w_radius, dual_clip=w_clip_norm(lam, pinv),
+            dual_bound=dual_bound, dual_clip=w_clip_norm(lam, pinv),
         )  # fmt: skip
-        return gaussian_release_event(hist_z) if releases_histogram else NoOpDpEvent()
+        return (
+            gaussian_release_event(statistics_multiplier) if releases_histogram else NoOpDpEvent()
+        )
 
     def _calibrate(self, ctx):
-        if self.calibration == "paper":
+        if self._param("calibration") == "paper":
             return self._paper_plan(ctx)
         ratio = DUAL_NOISE_RATIO if self.fairness_weight > 0 else math.inf
         spread = math.sqrt(1.0 + ratio**-2)  # z_theta = z_eff spread when z_w = ratio z_theta
@@ -420,16 +444,17 @@ class DPFermiClassifier(PrivateClassifierBase):
     def _make_problem(self, ctx, plan):
         lam = float(self.fairness_weight)
         released = ctx.released
+        lr_dual = self._param("lr_dual")
+        if lr_dual == "auto":
+            lr_dual = AUTO_LR_DUAL_FRACTION / (2.0 * lam) if lam > 0 else 0.0
         return ErmiProblem(
             W=torch.zeros(
                 released["n_blocks"], released["n_groups"], ctx.n_classes, device=ctx.device
             ),
             pinv=released["pinv"],
             fairness_weight=lam,
-            w_radius=released["w_radius"],
-            lr_w=(AUTO_LR_W_FRACTION / (2.0 * lam) if lam > 0 else 0.0)
-            if self.lr_w == "auto"
-            else self.lr_w,
+            dual_bound=released["dual_bound"],
+            lr_dual=lr_dual,
             privacy_unit=self.privacy_unit,
             all_active=self.fairness != "equal_opportunity",  # from the notion, not the data
         )
@@ -470,7 +495,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             return [[f"{g} | y={classes[-1]!r}" for g in groups]]
         return [[f"{g} | y={c!r}" for g in groups] for c in classes[:n_blocks]]
 
-    def _group_priors(self, ctx, n_groups, n_blocks, hist_z):
+    def _group_priors(self, ctx, n_groups, n_blocks, statistics_multiplier):
         """Group priors per block and, for conditional notions, label frequencies.
 
         Everything private comes from one noisy histogram: of groups (demographic
@@ -497,7 +522,7 @@ class DPFermiClassifier(PrivateClassifierBase):
                 noisy, _ = noisy_histogram(
                     torch.from_numpy(counts),
                     ctx.random,
-                    noise_multiplier=hist_z,
+                    noise_multiplier=statistics_multiplier,
                     sensitivity=unit * ctx.max_weight,
                     recorder=ctx.recorder,
                 )
@@ -576,7 +601,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         if not (has_dual or self.privacy_unit == "record"):
             return NoisePlan()
         delta, n, steps, m = ctx.delta, ctx.n_samples, ctx.planned_steps, self.batch_size
-        lam, w_radius = float(self.fairness_weight), ctx.released["w_radius"]
+        lam, dual_bound = float(self.fairness_weight), ctx.released["dual_bound"]
         problems = theorem_3_3_preconditions(
             epsilon=self.epsilon, delta=delta, n_samples=n, batch_size=m, steps=steps
         )
@@ -597,7 +622,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             steps=steps,
             rho=float(self.rho),
             lipschitz=float(self.max_grad_norm),
-            w_bound=w_radius,
+            w_bound=dual_bound,
             n_classes=ctx.n_classes,
             sensitive_only=sensitive_only,
         )

@@ -29,7 +29,7 @@ import torch
 from sklearn.utils import metadata_routing
 from sklearn.utils._param_validation import StrOptions
 
-from ._dpsgd import CrossEntropyProblem, NoisySGDClassifierBase
+from ._dpsgd import ACCOUNTING_ALIAS, CrossEntropyProblem, NoisySGDClassifierBase
 from .base import NON_NEGATIVE, POSITIVE, Param, declare_parameters
 from .privacy import EventRecorder, noisy_count
 
@@ -210,12 +210,14 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
         0.7 images).
     count_noise_multiplier : float, default=10.0
         ``sigma_2``: std of the Gaussian noise on the count (sensitivity 1).
-    accounting : {"joint", "composed"}, default="joint"
-        ``"joint"``: gradient and count on the same batch are one Gaussian
+    calibration : {"accountant", "paper"}, default="accountant"
+        ``"accountant"``: gradient and count on the same batch are one Gaussian
         mechanism with ``sigma_eff = (sigma_1^-2 + sigma_2^-2)^(-1/2)``, and
         ``sigma_1`` is raised so that ``sigma_eff`` is the DP-SGD multiplier
-        for the target. ``"composed"``: the paper's accounting (two mechanisms
-        composed as if independent), which under-states epsilon; warns.
+        for the target (sound). ``"paper"``: the paper's accounting (two
+        mechanisms composed as if independent), which under-states epsilon;
+        ``privacy_spent_`` is then the paper's (smaller) epsilon, and a warning
+        gives the sound one.
     lr : float, default=0.1
         SGD learning rate applied to the processed, noised gradient sum divided
         by the expected batch size (a step moves the weights by at most
@@ -238,6 +240,13 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
     record_private_diagnostics, verbose, **kwargs
         As in :class:`~skfairdp.DPFermiClassifier` (seeded noise is for
         experiments only).
+    accounting : {"joint", "composed"}, default="deprecated"
+        Former name of ``calibration``: ``"joint"`` is ``"accountant"``,
+        ``"composed"`` is ``"paper"``.
+
+        .. deprecated:: 0.1
+            ``accounting`` was renamed ``calibration`` in 0.1 and will be removed
+            in 0.2.
 
     Attributes
     ----------
@@ -271,7 +280,7 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
 
     _parameters = declare_parameters(
         "count_noise_multiplier",
-        "accounting",
+        "calibration",
         "activation",
         own={
             "variant": Param("adapt", [StrOptions(set(VARIANTS))]),
@@ -283,6 +292,7 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
         },
         defaults={"hidden_layer_sizes": (256, 256)},
         positional=("variant",),
+        deprecated={"accounting": ACCOUNTING_ALIAS},
     )
 
     def fit(self, X, y, *, sample_weight=None):

@@ -398,12 +398,14 @@ class RaCODPClassifier(PrivateClassifierBase):
         return (torch.as_tensor(np.stack([ctx.y, parts], axis=1).astype(np.int64)),)
 
     def _plan_for(self, noise_multiplier, ctx) -> NoisePlan:
-        z_hist = self._hist_multiplier(noise_multiplier)
+        statistics_multiplier = self._hist_multiplier(noise_multiplier)
         gaussian = self.histogram_noise == "gaussian"
         return NoisePlan(
             primal=noise_multiplier,
-            statistics=z_hist,
-            effective=joint_noise_multiplier(noise_multiplier, z_hist) if gaussian else math.nan,
+            statistics=statistics_multiplier,
+            effective=joint_noise_multiplier(noise_multiplier, statistics_multiplier)
+            if gaussian
+            else math.nan,
         )
 
     def _steps_event(self, plan, ctx, steps):
@@ -411,13 +413,14 @@ class RaCODPClassifier(PrivateClassifierBase):
 
     def _make_problem(self, ctx, plan):
         program = self.rate_program_
+        dual_bound = self._param("dual_bound")
         return RacoProblem(
             membership=torch.as_tensor(program.membership, device=ctx.device),
             coefficients=torch.as_tensor(program.coefficients, device=ctx.device),
             bounds=torch.as_tensor(program.bounds, device=ctx.device),
             temperature=self.temperature,
-            lr_dual=self.lr_dual,
-            dual_bound=None if self.dual_bound is None else float(self.dual_bound),
+            lr_dual=self._param("lr_dual"),
+            dual_bound=None if dual_bound is None else float(dual_bound),
             histogram_noise=self.histogram_noise if ctx.private else None,
             histogram_scale=plan.statistics,
             expected_batch_size=ctx.sampler.expected_batch_size if ctx.private else None,
@@ -444,7 +447,10 @@ class RaCODPClassifier(PrivateClassifierBase):
         self.paper_epsilon_ = epsilon_spent(
             ctx.recorder.build("separate"), ctx.delta, accountant="pld"
         ).epsilon
-        if self.calibration == "paper" and self.privacy_spent_.epsilon > self.epsilon * 1.001:
+        if (
+            self._param("calibration") == "paper"
+            and self.privacy_spent_.epsilon > self.epsilon * 1.001
+        ):
             warnings.warn(
                 f"calibration='paper' met epsilon={self.epsilon:g} by the authors' separate "
                 f"composition; the sound (joint) accountant says this run spent "
@@ -454,21 +460,31 @@ class RaCODPClassifier(PrivateClassifierBase):
             )
 
     # -- accounting -------------------------------------------------------------
-    def _event(self, z_grad: float, z_hist: float, q: float, steps: int):
+    def _event(
+        self, gradient_multiplier: float, statistics_multiplier: float, q: float, steps: int
+    ):
         """The executed event: ``steps`` Poisson-sampled steps of (gradient, histogram)."""
         if self.histogram_noise == "gaussian":
-            return sampled_gaussian_steps_event(joint_noise_multiplier(z_grad, z_hist), q, steps)
-        step = joint_sampled_event(q, gaussian_multiplier=z_grad, laplace_scale=z_hist)
+            return sampled_gaussian_steps_event(
+                joint_noise_multiplier(gradient_multiplier, statistics_multiplier), q, steps
+            )
+        step = joint_sampled_event(
+            q, gaussian_multiplier=gradient_multiplier, laplace_scale=statistics_multiplier
+        )
         return dp_accounting.SelfComposedDpEvent(step, int(steps))
 
-    def _paper_event(self, z_grad: float, z_hist: float, q: float, steps: int):
+    def _paper_event(
+        self, gradient_multiplier: float, statistics_multiplier: float, q: float, steps: int
+    ):
         """The authors' accounting: each release amplified separately, then composed."""
         hist = (
-            dp_accounting.GaussianDpEvent(z_hist)
+            dp_accounting.GaussianDpEvent(statistics_multiplier)
             if self.histogram_noise == "gaussian"
-            else dp_accounting.LaplaceDpEvent(z_hist)
+            else dp_accounting.LaplaceDpEvent(statistics_multiplier)
         )
-        parts = [dp_accounting.GaussianDpEvent(z_grad)] + ([hist] if math.isfinite(z_hist) else [])
+        parts = [dp_accounting.GaussianDpEvent(gradient_multiplier)] + (
+            [hist] if math.isfinite(statistics_multiplier) else []
+        )
         return dp_accounting.ComposedDpEvent(
             [
                 dp_accounting.SelfComposedDpEvent(
@@ -478,23 +494,25 @@ class RaCODPClassifier(PrivateClassifierBase):
             ]
         )
 
-    def _planned_event(self, z_grad: float, z_hist: float, q: float, steps: int):
+    def _planned_event(
+        self, gradient_multiplier: float, statistics_multiplier: float, q: float, steps: int
+    ):
         """The event calibration plans with: sound, or the authors' (``calibration="paper"``)."""
-        if self.calibration == "paper":
-            return self._paper_event(z_grad, z_hist, q, steps)
-        return self._event(z_grad, z_hist, q, steps)
+        if self._param("calibration") == "paper":
+            return self._paper_event(gradient_multiplier, statistics_multiplier, q, steps)
+        return self._event(gradient_multiplier, statistics_multiplier, q, steps)
 
     def _calibration_options(self) -> dict:
         # the authors' accounting is PLD; the sound one uses the chosen accountant
-        return {"accountant": "pld" if self.calibration == "paper" else self.accountant}
+        return {"accountant": "pld" if self._param("calibration") == "paper" else self.accountant}
 
-    def _spent(self, z_grad, z_hist, q, steps, delta) -> float:
-        event = self._planned_event(z_grad, z_hist, q, steps)
+    def _spent(self, gradient_multiplier, statistics_multiplier, q, steps, delta) -> float:
+        event = self._planned_event(gradient_multiplier, statistics_multiplier, q, steps)
         return epsilon_spent(event, delta, **self._calibration_options()).epsilon
 
-    def _hist_multiplier(self, z_grad: float) -> float:
+    def _hist_multiplier(self, gradient_multiplier: float) -> float:
         if self.histogram_noise_multiplier == "auto":
-            return HISTOGRAM_NOISE_RATIO * z_grad
+            return HISTOGRAM_NOISE_RATIO * gradient_multiplier
         return float(self.histogram_noise_multiplier)
 
     def _calibrate(self, ctx) -> NoisePlan:
@@ -502,31 +520,34 @@ class RaCODPClassifier(PrivateClassifierBase):
         q, planned_steps, delta = ctx.sampling_rate, ctx.planned_steps, ctx.delta
         fixed_hist = self.histogram_noise_multiplier != "auto"
         if fixed_hist:
-            z_hist = float(self.histogram_noise_multiplier)
-            if self._spent(1e6, z_hist, q, planned_steps, delta) > self.epsilon:
+            statistics_multiplier = float(self.histogram_noise_multiplier)
+            if self._spent(1e6, statistics_multiplier, q, planned_steps, delta) > self.epsilon:
                 raise ValueError(
-                    f"histogram_noise_multiplier={z_hist:g} alone spends more than "
+                    f"histogram_noise_multiplier={statistics_multiplier:g} alone spends more than "
                     f"epsilon={self.epsilon:g} over {planned_steps} steps; increase it or use "
                     "'auto'"
                 )
         simple = (
             self.histogram_noise == "gaussian"
-            and self.calibration == "accountant"
+            and self._param("calibration") == "accountant"
             and not fixed_hist
         )
         if simple:  # one Gaussian per step: calibrate the joint multiplier, then split it
             z_eff = self._calibrated_effective(ctx)
             return self._plan_for(z_eff * math.sqrt(1.0 + HISTOGRAM_NOISE_RATIO**-2), ctx)
-        z_grad = calibration.calibrate_noise_multiplier(
+        gradient_multiplier = calibration.calibrate_noise_multiplier(
             self.epsilon,
             delta,
             lambda z: self._planned_event(z, self._hist_multiplier(z), q, planned_steps),
             **self._calibration_options(),
         )
-        return self._plan_for(z_grad, ctx)
+        return self._plan_for(gradient_multiplier, ctx)
 
-    def _max_steps(self, z_grad, z_hist, q, cap, delta) -> int:
+    def _max_steps(self, gradient_multiplier, statistics_multiplier, q, cap, delta) -> int:
         """Largest ``T <= cap`` with ``epsilon(T) <= epsilon`` (epsilon grows with T)."""
         return self._max_steps_within(
-            lambda steps: self._planned_event(z_grad, z_hist, q, steps), z_grad, cap, delta
+            lambda steps: self._planned_event(gradient_multiplier, statistics_multiplier, q, steps),
+            gradient_multiplier,
+            cap,
+            delta,
         )

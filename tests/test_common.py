@@ -40,7 +40,7 @@ from skfairdp import (
     GlobalScalingDPClassifier,
     RaCODPClassifier,
 )
-from skfairdp._dpsgd import ACCOUNTING, NoisySGDClassifierBase
+from skfairdp._dpsgd import CALIBRATIONS, NoisySGDClassifierBase
 from skfairdp._validation import HiddenLayerSizes
 from skfairdp.base import (
     COMMON_CONSTRAINTS,
@@ -208,7 +208,7 @@ def test_parameter_constraints_composes_without_overrides():
     with pytest.raises(ValueError, match=r"redefine .*'activation'"):
         parameter_constraints(own={"activation": [str]})
     # the shared option set is the one the DP-SGD family's fit accepts
-    assert SHARED_CONSTRAINTS["accounting"][0].options == set(ACCOUNTING)
+    assert SHARED_CONSTRAINTS["calibration"][0].options == set(CALIBRATIONS)
 
 
 @pytest.mark.parametrize("cls", ALL_ESTIMATORS, ids=_ids(ALL_ESTIMATORS))

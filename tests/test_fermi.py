@@ -13,7 +13,7 @@ from sklearn.base import clone
 from torch import nn
 from torch.nn import functional as F
 
-import skfairdp.base
+import skfairdp._private_fit
 import skfairdp.fermi as fermi
 from skfairdp import ermi
 from skfairdp.fermi import DPFermiClassifier, ErmiProblem
@@ -69,13 +69,13 @@ def test_lambda0_eps_inf_is_minibatch_sgd_logistic_regression(monkeypatch):
     X, y, _ = make_biased_data(n=150, seed=2)
     batches = []
 
-    class Recording(skfairdp.base.ShuffledBatches):
+    class Recording(skfairdp._private_fit.ShuffledBatches):
         def epoch(self):
             for idx in super().epoch():
                 batches.append(idx.copy())
                 yield idx
 
-    monkeypatch.setattr(skfairdp.base, "ShuffledBatches", Recording)  # the fit template's
+    monkeypatch.setattr(skfairdp._private_fit, "ShuffledBatches", Recording)  # the template's
     record = _Record()
     lr = 0.3
     est = _fit(X, y, fairness_weight=0, epsilon=np.inf, lr=lr, batch_size=32, callbacks=[record])
@@ -188,7 +188,7 @@ def test_w_stays_in_the_ball_after_every_step(monkeypatch, biased_data, fairness
 
     def recording(self, gradient):
         original(self, gradient)
-        norms.append(torch.linalg.matrix_norm(self.W).max().item() / self.w_radius)
+        norms.append(torch.linalg.matrix_norm(self.W).max().item() / self.dual_bound)
 
     monkeypatch.setattr(ErmiProblem, "dual_step", recording)
     est = _fit(
@@ -198,8 +198,8 @@ def test_w_stays_in_the_ball_after_every_step(monkeypatch, biased_data, fairness
         fairness=fairness,
         fairness_weight=5.0,
         epsilon=5.0,
-        lr_w=20.0,
-        w_radius=0.3,
+        lr_dual=20.0,
+        dual_bound=0.3,
         batch_size=100,
     )
     assert len(norms) == est.n_steps_ == 12
@@ -560,8 +560,8 @@ def test_hand_written_output_gradients_equal_autograd(privacy_unit, n_blocks, al
         W=torch.randn(n_blocks, k, l, generator=gen),
         pinv=torch.rand(n_blocks, k, generator=gen) + 1.0,
         fairness_weight=2.0,
-        w_radius=5.0,
-        lr_w=0.1,
+        dual_bound=5.0,
+        lr_dual=0.1,
         privacy_unit=privacy_unit,
         all_active=all_active,
     )
@@ -615,8 +615,8 @@ def test_w_clip_is_the_bound_at_zero_and_at_independence(privacy_unit):
         W=torch.zeros(1, 2, 2),
         pinv=pinv,
         fairness_weight=1.5,
-        w_radius=10.0,
-        lr_w=0.1,
+        dual_bound=10.0,
+        lr_dual=0.1,
         privacy_unit=privacy_unit,
     )
     assert problem.dual_clip == pytest.approx(1.5 * 2.0 * float(pinv.max()))

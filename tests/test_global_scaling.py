@@ -220,15 +220,15 @@ PAPER = [
 def test_accountant_reproduces_paper_epsilons(q, steps, sigma, paper, paper_composed):
     dpsgd = epsilon_spent(sampled_gaussian_steps_event(sigma, q, steps), 1e-6).epsilon
     assert round(dpsgd, 2) == paper
-    composed = epsilon_spent(step_events(sigma, 10.0, q, steps, "composed"), 1e-6).epsilon
+    composed = epsilon_spent(step_events(sigma, 10.0, q, steps, "paper"), 1e-6).epsilon
     assert round(composed, 2) == paper_composed
     # joint with sigma_1 raised so that sigma_eff = sigma: exactly DP-SGD's epsilon
     sigma_1 = split_noise_multiplier(sigma, 10.0)
     assert sigma_1 > sigma
-    joint = epsilon_spent(step_events(sigma_1, 10.0, q, steps, "joint"), 1e-6).epsilon
+    joint = epsilon_spent(step_events(sigma_1, 10.0, q, steps, "accountant"), 1e-6).epsilon
     assert joint == pytest.approx(dpsgd, rel=1e-6)
     # the paper's sigma_1 = sigma with the count is more than DP-SGD when accounted soundly
-    unadjusted = epsilon_spent(step_events(sigma, 10.0, q, steps, "joint"), 1e-6).epsilon
+    unadjusted = epsilon_spent(step_events(sigma, 10.0, q, steps, "accountant"), 1e-6).epsilon
     assert unadjusted > composed > dpsgd - 1e-9
 
 
@@ -262,7 +262,7 @@ def test_fit_spends_target_epsilon_jointly():
 def test_composed_accounting_warns_with_the_sound_epsilon():
     X, y, _ = make_biased_data(n=400, seed=0)
     est = GlobalScalingDPClassifier(
-        epsilon=2.0, accounting="composed", count_noise_multiplier=3.0, hidden_layer_sizes=(),
+        epsilon=2.0, calibration="paper", count_noise_multiplier=3.0, hidden_layer_sizes=(),
         max_epochs=2, batch_size=100, random_state=0,
     )  # fmt: skip
     with pytest.warns(UserWarning, match="sound \\(joint\\) epsilon of this fit is"):
@@ -270,12 +270,12 @@ def test_composed_accounting_warns_with_the_sound_epsilon():
     assert est.privacy_spent_.epsilon <= 2.0
     # recorded per step as Composed([sampled count, sampled gradient]), T times: the same
     # epsilon as the planned Composed([T sampled gradients, T sampled counts])
-    planned = step_events(est.noise_multiplier_, 3.0, 0.25, est.n_steps_, "composed")
+    planned = step_events(est.noise_multiplier_, 3.0, 0.25, est.n_steps_, "paper")
     assert isinstance(planned, dp_accounting.ComposedDpEvent)
     assert est.privacy_spent_.epsilon == pytest.approx(
         epsilon_spent(planned, est.privacy_spent_.delta).epsilon, rel=1e-9
     )
-    event = step_events(est.noise_multiplier_, 3.0, 0.25, est.n_steps_, "joint")
+    event = step_events(est.noise_multiplier_, 3.0, 0.25, est.n_steps_, "accountant")
     sound = epsilon_spent(event, est.privacy_spent_.delta).epsilon
     assert sound > est.privacy_spent_.epsilon
 
@@ -383,7 +383,7 @@ def test_invariant_to_group_column_under_routing(routing):
     "params, match",
     [
         ({"variant": "local"}, "variant"),
-        ({"accounting": "paper"}, "accounting"),
+        ({"calibration": "composed"}, "calibration"),
         ({"count_noise_multiplier": 0.0}, "count_noise_multiplier"),
         ({"z_init": -1.0}, "z_init"),
         ({"z_lr": -0.1}, "z_lr"),

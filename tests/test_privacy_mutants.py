@@ -197,8 +197,8 @@ def test_dpfermi_dual_step_gets_clipped_rows_plus_accounted_noise(monkeypatch, p
     est = DPFermiClassifier(
         fairness_weight=5.0,
         epsilon=5.0,
-        lr_w=20.0,
-        w_radius=50.0,
+        lr_dual=20.0,
+        dual_bound=50.0,
         batch_size=100,
         max_epochs=3,
         random_state=0,

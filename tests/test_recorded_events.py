@@ -172,13 +172,13 @@ ESTIMATORS = {
     ),
     "gs-fixed-noise-capped-composed": GlobalScalingDPClassifier(
         noise_multiplier=2.0,
-        accounting="composed",
+        calibration="paper",
         count_noise_multiplier=3.0,
         **{**DPSGD, "max_epochs": 30},
     ),  # fmt: skip
     "gs-adapt": GlobalScalingDPClassifier(**DPSGD),
     "gs-adapt-composed": GlobalScalingDPClassifier(
-        accounting="composed", count_noise_multiplier=3.0, **DPSGD
+        calibration="paper", count_noise_multiplier=3.0, **DPSGD
     ),
     "gs-global": GlobalScalingDPClassifier(variant="global", z_init=3.0, **DPSGD),
     "gs-clip": GlobalScalingDPClassifier(variant="clip", **DPSGD),
@@ -285,7 +285,7 @@ class _StopAfter:
         DPFermiClassifier(privacy_unit="sensitive", **{**FERMI, "max_epochs": 4}),
         RaCODPClassifier(histogram_noise="laplace", **{**RACO, "max_epochs": 4}),
         GlobalScalingDPClassifier(**{**DPSGD, "max_epochs": 4}),
-        GlobalScalingDPClassifier(accounting="composed", **{**DPSGD, "max_epochs": 4}),
+        GlobalScalingDPClassifier(calibration="paper", **{**DPSGD, "max_epochs": 4}),
     ],
     ids=["fermi", "fermi-sensitive", "raco-laplace", "gs-adapt", "gs-composed"],
 )

@@ -90,8 +90,8 @@ def _fermi_parts(seed=0):
         W=torch.zeros(1, 2, 2),
         pinv=torch.full((1, 2), 2.0**0.5),
         fairness_weight=2.0,
-        w_radius=3.0,
-        lr_w=0.05,
+        dual_bound=3.0,
+        lr_dual=0.05,
         privacy_unit="record",
     )
     optimizer = torch.optim.SGD(module.parameters(), lr=0.3)

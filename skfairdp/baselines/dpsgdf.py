@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._dpsgd import CrossEntropyProblem, NoisySGDClassifierBase
+from .._dpsgd import ACCOUNTING_ALIAS, CrossEntropyProblem, NoisySGDClassifierBase
 from ..base import declare_parameters
 from ..privacy import EventRecorder, noisy_histogram
 
@@ -121,8 +121,9 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
     count_noise_multiplier : float, default=10.0
         Std of the noise on each of the ``2K`` counts (sensitivity 1); the paper
         uses ``10 sigma``.
-    accounting : {"joint", "composed"}, default="joint"
-        As :class:`~skfairdp.GlobalScalingDPClassifier`.
+    calibration : {"accountant", "paper"}, default="accountant"
+        As :class:`~skfairdp.GlobalScalingDPClassifier` (``"paper"``: the
+        counts and the gradient composed as if independent; warns).
     lr : float, default=0.01
         SGD learning rate (paper: 0.01 with ``C0=0.5`` on Adult).
     batch_size : int, default=256
@@ -136,6 +137,13 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
     optimizer, callbacks, random_state, secure_mode, device, n_jobs,
     record_private_diagnostics, verbose, **kwargs
         As :class:`~skfairdp.GlobalScalingDPClassifier`.
+    accounting : {"joint", "composed"}, default="deprecated"
+        Former name of ``calibration``: ``"joint"`` is ``"accountant"``,
+        ``"composed"`` is ``"paper"``.
+
+        .. deprecated:: 0.1
+            ``accounting`` was renamed ``calibration`` in 0.1 and will be removed
+            in 0.2.
 
     Attributes
     ----------
@@ -150,10 +158,11 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
 
     _parameters = declare_parameters(
         "count_noise_multiplier",
-        "accounting",
+        "calibration",
         "activation",
         "sensitive_values",
         defaults={"lr": 0.01, "hidden_layer_sizes": (256, 256)},
+        deprecated={"accounting": ACCOUNTING_ALIAS},
     )
 
     def _encode_groups(self, sensitive_features, n_samples):
