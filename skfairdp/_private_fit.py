@@ -240,6 +240,58 @@ class PrivateFitMixin:
         )
         return dataclasses.replace(plan, steps=steps)
 
+    def planned_event(self, n_samples: int, *, noise_multiplier: float) -> dp_accounting.DpEvent:
+        """The event a private fit on ``n_samples`` rows executes with a fixed noise multiplier.
+
+        The oracle contract's planning call (:mod:`skfairdp.oracle`): a meta-estimator
+        calibrates the noise of its oracle fits against it before any fit runs. It
+        is the event of every planned step (``max_epochs`` epochs of Poisson batches
+        of rate ``batch_size / n_samples``) with gradient multiplier
+        ``noise_multiplier`` and the other releases it implies; a fit with that
+        ``noise_multiplier`` and a budget at least this event's records exactly it.
+
+        Parameters
+        ----------
+        n_samples : int
+            Rows of the training set.
+        noise_multiplier : float
+            The fixed gradient noise multiplier.
+
+        Returns
+        -------
+        dp_accounting.DpEvent
+
+        Raises
+        ------
+        NotImplementedError
+            For an estimator with releases before training (their event depends on
+            its fit, e.g. DP-FERMI's group histogram).
+        """
+        if type(self)._upfront_releases is not PrivateFitMixin._upfront_releases:
+            raise NotImplementedError(
+                f"{type(self).__name__} releases statistics before training; its planned "
+                "event is known only inside fit"
+            )
+        n = int(n_samples)
+        sampler = PoissonSampler(n, min(1.0, self.batch_size / n), RandomSource(0))
+        ctx = FitContext(
+            X=np.empty((n, 0), dtype=np.float32),
+            y=np.zeros(n, dtype=np.int64),
+            groups=np.zeros(n, dtype=np.int64),
+            sample_weight=None,
+            max_weight=1.0,
+            n_classes=2,
+            private=True,
+            delta=resolve_delta(self.delta, n),
+            device=torch.device("cpu"),
+            random=RandomSource(0),
+            sampler=sampler,
+            planned_steps=self.max_epochs * sampler.steps_per_epoch,
+            recorder=EventRecorder(self._recorded_view()),
+        )
+        plan = self._plan_for(float(noise_multiplier), ctx)
+        return ctx.planned_event(self._steps_event(plan, ctx, ctx.planned_steps))
+
     def _max_steps_within(self, planned_event, z: float, cap: int, delta: float) -> int:
         """Largest ``T <= cap`` with ``planned_event(T)`` within ``(epsilon, delta)``."""
         try:

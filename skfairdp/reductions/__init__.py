@@ -4,3 +4,7 @@
 hold the pure math layer: objectives ``f`` and constraints ``g`` as differentiable
 torch functions of the joint group statistics ``(positives, cells)``.
 """
+
+from .estimator import CGOOReduction, SmallCellWarning
+
+__all__ = ["CGOOReduction", "SmallCellWarning"]

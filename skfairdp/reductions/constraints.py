@@ -335,6 +335,8 @@ CONSTRAINTS: dict[str, Constraint] = {
     ),
     "bounded_group_loss": Constraint("bounded_group_loss", bounded_group_loss_gaps, linear=True),
 }
+# the name skfairdp.fairness and RaCODPClassifier use for the same constraint
+CONSTRAINTS["equal_opportunity"] = CONSTRAINTS["true_positive_rate_parity"]
 
 
 def resolve_constraint(constraints: str | Constraint | GapFunction) -> Constraint:

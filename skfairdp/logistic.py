@@ -1,0 +1,80 @@
+"""DPSGDClassifier: plain DP-SGD (Abadi et al. 2016), the default oracle of reductions.
+
+No fairness of its own: every per-sample gradient is clipped to
+``max_grad_norm``, multiplied by its (public, bounded) sample weight *after*
+clipping, summed, noised and divided by the expected batch size. Clipping before
+weighting keeps each row's sensitivity at ``max_grad_norm * max_sample_weight``
+and the weighting exact (weighting first would let clipping erase the weights a
+reduction asks for; Alabi's digest, pitfall P19). That makes it the weighted-ERM
+oracle that :class:`~skfairdp.CGOOReduction` calls, and a private baseline.
+"""
+
+from __future__ import annotations
+
+from sklearn.utils import metadata_routing
+
+from ._dpsgd import CrossEntropyProblem, NoisySGDClassifierBase
+from .base import declare_parameters
+
+__all__ = ["DPSGDClassifier"]
+
+
+class DPSGDClassifier(NoisySGDClassifierBase):
+    """Cross-entropy classifier trained by DP-SGD with post-clipping sample weights.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy budget of the fit (``np.inf``: non-private SGD).
+    delta : "auto" or float, default="auto"
+        ``"auto"``: ``0.1 / n`` rounded down.
+    max_grad_norm : float, default=1.0
+        Per-sample clipping norm ``C``.
+    max_sample_weight : float, default=1.0
+        Public bound on ``sample_weight``; the sensitivity is ``C * max_sample_weight``.
+    noise_multiplier : float, default=None
+        Fixed gradient noise multiplier (the fit then runs as many planned steps as
+        ``(epsilon, delta)`` allows); ``None`` calibrates it to the budget.
+    activation : str, default="tanh"
+        Activation of the default MLP (when ``hidden_layer_sizes`` is not empty).
+    lr, batch_size, max_epochs, module, hidden_layer_sizes, optimizer, callbacks
+        Training (skorch's names); the default module is logistic regression.
+    random_state, secure_mode, device, n_jobs, record_private_diagnostics, verbose
+        Execution.
+
+    Attributes
+    ----------
+    module_ : torch.nn.Module
+    classes_ : ndarray
+    noise_multiplier_ : float
+    dp_event_ : dp_accounting.DpEvent
+        The releases the fit executed (one Poisson-sampled Gaussian per step).
+    privacy_spent_ : PrivacySpent
+    history_ : skorch.history.History
+    n_steps_ : int
+    """
+
+    # fit(X, y) takes no sensitive_features: routers never send them here.
+    __metadata_request__fit = {"sensitive_features": metadata_routing.UNUSED}
+
+    _parameters = declare_parameters("activation")
+
+    def fit(self, X, y, *, sample_weight=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Public weights in ``[0, max_sample_weight]`` (any non-negative finite
+            weights when ``epsilon=inf``), applied after clipping.
+
+        Returns
+        -------
+        self
+        """
+        return self._private_fit(X, y, sample_weight=sample_weight)
+
+    def _make_problem(self, ctx, plan):
+        return CrossEntropyProblem()
