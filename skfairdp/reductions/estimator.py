@@ -42,6 +42,11 @@ from .objectives import OBJECTIVES, resolve_objective
 
 __all__ = ["CGOOReduction", "SmallCellWarning"]
 
+#: The default oracle: DP-SGD logistic regression with large batches (many oracle fits
+#: share the budget, so each runs with a large noise multiplier; large batches keep
+#: the noise of the averaged gradient small). Adult, eps=1: error 0.164 at EO 0.032.
+DEFAULT_ORACLE_PARAMS = {"lr": 0.5, "batch_size": 1024, "max_epochs": 20}
+
 #: Largest automatic penalty ``G`` (the theory's value grows like K / bound).
 MAX_AUTO_PENALTY = 1000.0
 
@@ -79,7 +84,8 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     ----------
     estimator : estimator, default=None
         The oracle. ``None``: :class:`~skfairdp.DPSGDClassifier` (DP-SGD logistic
-        regression that clips each per-sample gradient before weighting it). A
+        regression that clips each per-sample gradient before weighting it) with
+        ``lr=0.5, batch_size=1024, max_epochs=20``. A
         private oracle follows the oracle contract (:mod:`skfairdp.oracle`):
         ``fit(X, y, sample_weight=...)``, parameters ``epsilon``, ``delta``,
         ``noise_multiplier``, ``max_sample_weight``, a method
@@ -242,7 +248,7 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             return self.estimator
         from ..logistic import DPSGDClassifier
 
-        return DPSGDClassifier()
+        return DPSGDClassifier(**DEFAULT_ORACLE_PARAMS)
 
     def _check_oracle(self, oracle, private: bool) -> None:
         params = oracle.get_params(deep=False)
