@@ -157,6 +157,8 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     history_ : list of dict
         Per iteration, values of the running mixture computed from released
         statistics only: ``objective``, ``violation``, ``h``, ``gamma``.
+    n_iter_ : int
+        Frank–Wolfe iterations run (``max_iter``; 1 for ``method="exponential"``).
     n_oracle_calls_ : int
     oracle_noise_multiplier_ : float or None
     dp_event_ : DpEvent
@@ -281,7 +283,8 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.classes_ = encoder.classes_
         if len(self.classes_) != 2:
             raise ValueError(
-                f"CGOOReduction supports binary classification; y has {len(self.classes_)} "
+                "Only binary classification is supported by CGOOReduction; y has "
+                f"{len(self.classes_)} "
                 f"classes ({list(self.classes_)[:5]!r})"
             )
         groups, self.group_encoder_ = encode_sensitive_features(
@@ -394,6 +397,7 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.weights_ = alpha[keep] / alpha[keep].sum()
         self.stats_ = stats_matrix[keep]
         self.n_oracle_calls_ = sum(1 for a in atoms if not isinstance(a, ConstantAtom))
+        self.n_iter_ = T
         self._store_privacy(events, private, delta)
         return self
 
@@ -507,6 +511,7 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.stats_ = np.zeros((1, K))  # the selection releases no statistic
         self.history_ = []
         self.n_oracle_calls_ = 0
+        self.n_iter_ = 1
         self.oracle_noise_multiplier_ = None
         return self
 
