@@ -14,7 +14,13 @@ They change nothing else (same ``__init__``, same parameter constraints).
 import numpy as np
 from sklearn.utils import check_array
 
-from skfairdp import DPFermiClassifier, DPSGDFClassifier, FairLensClassifier, RaCODPClassifier
+from skfairdp import (
+    CGOOReduction,
+    DPFermiClassifier,
+    DPSGDFClassifier,
+    FairLensClassifier,
+    RaCODPClassifier,
+)
 
 
 def first_column_groups(X):
@@ -53,4 +59,26 @@ class FirstColumnFairLens(_FirstColumnFit, FairLensClassifier):
     """TEST-ONLY: :class:`FairLensClassifier` with groups from X's first column."""
 
 
-WRAPPERS = [FirstColumnGroups, FirstColumnGroupsRaCO, FirstColumnDPSGDF, FirstColumnFairLens]
+class FirstColumnCGOO(CGOOReduction):
+    """TEST-ONLY: :class:`CGOOReduction` with groups from X's first column.
+
+    Its ``fit`` takes no ``sample_weight`` (nor does the reduction's). The
+    reduction requires groups before it reads X, so for an invalid X it gets
+    alternating groups of the right length and reports X's own error.
+    """
+
+    def fit(self, X, y, *, sensitive_features=None):
+        if sensitive_features is None:
+            sensitive_features = first_column_groups(X)
+        if sensitive_features is None:
+            sensitive_features = np.arange(len(X)) % 2
+        return super().fit(X, y, sensitive_features=sensitive_features)
+
+
+WRAPPERS = [
+    FirstColumnGroups,
+    FirstColumnGroupsRaCO,
+    FirstColumnDPSGDF,
+    FirstColumnFairLens,
+    FirstColumnCGOO,
+]

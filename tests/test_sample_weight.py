@@ -24,6 +24,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skfairdp import (
     DPFermiClassifier,
+    DPSGDClassifier,
     DPSGDFClassifier,
     FairLensClassifier,
     GlobalScalingDPClassifier,
@@ -38,7 +39,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::skfairdp.baselines.UnboundedSen
 def _fit(est, X, y, s, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if isinstance(est, GlobalScalingDPClassifier):
+        if isinstance(est, (GlobalScalingDPClassifier, DPSGDClassifier)):  # no groups
             return est.fit(X, y, **kwargs)
         return est.fit(X, y, sensitive_features=s, **kwargs)
 
@@ -66,6 +67,7 @@ NON_PRIVATE = {
     "global-scaling": GlobalScalingDPClassifier(hidden_layer_sizes=(4,), **FULL_BATCH),
     "dpsgdf": DPSGDFClassifier(hidden_layer_sizes=(), **FULL_BATCH),
     "fairlens": FairLensClassifier(hidden_layer_sizes=(), **FULL_BATCH),
+    "dpsgd": DPSGDClassifier(**FULL_BATCH),
 }
 
 
@@ -166,8 +168,9 @@ def _noise_stds(monkeypatch):
         DPFermiClassifier(fairness_weight=1.0, privacy_unit="sensitive", group_priors=[0.5, 0.5]),
         DPFermiClassifier(fairness_weight=0.0),
         RaCODPClassifier(),
+        DPSGDClassifier(),
     ],
-    ids=["gs-clip", "gs-adapt", "fermi-record", "fermi-sensitive", "fermi-dpsgd", "raco"],
+    ids=["gs-clip", "gs-adapt", "fermi-record", "fermi-sensitive", "fermi-dpsgd", "raco", "dpsgd"],
 )
 def test_every_noise_scale_grows_by_max_sample_weight_and_the_event_does_not(
     est, data, monkeypatch
@@ -224,8 +227,9 @@ def test_released_histograms_and_data_dependent_bounds_scale_too(data, monkeypat
         RaCODPClassifier(),
         GlobalScalingDPClassifier(hidden_layer_sizes=(3,)),
         DPSGDFClassifier(hidden_layer_sizes=()),
+        DPSGDClassifier(),
     ],
-    ids=["fermi-sensitive", "raco", "gs-adapt", "dpsgdf"],
+    ids=["fermi-sensitive", "raco", "gs-adapt", "dpsgdf", "dpsgd"],
 )
 def test_unit_weights_give_the_unweighted_model(est, data):
     X, y, s = data
