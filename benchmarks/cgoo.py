@@ -74,9 +74,7 @@ def _data(name: str, seed: int):
     y = np.asarray(d.target)
     s = np.asarray(d.sensitive_features)
     if name == "adult-2k":
-        X, _, y, _, s, _ = train_test_split(
-            X, y, s, train_size=2000, random_state=seed, stratify=s
-        )
+        X, _, y, _, s, _ = train_test_split(X, y, s, train_size=2000, random_state=seed, stratify=s)
     return train_test_split(X, y, s, test_size=0.25, random_state=seed, stratify=s)
 
 
@@ -257,8 +255,19 @@ def run(experiments, seeds, resume: bool) -> None:
             else:
                 model, elapsed = _cgoo(split, constraint, eps, bound, seed, objective)
             _append(
-                _row(experiment, dataset, method, objective, constraint, eps, bound, seed,
-                     split, model, elapsed)  # fmt: skip
+                _row(
+                    experiment,
+                    dataset,
+                    method,
+                    objective,
+                    constraint,
+                    eps,
+                    bound,
+                    seed,
+                    split,
+                    model,
+                    elapsed,
+                )  # fmt: skip
             )
 
 

@@ -34,6 +34,7 @@ from .frank_wolfe import (
     STEPS,
     PenalisedObjective,
     fully_corrective_weights,
+    gradient_of_objective,
     oracle_task,
     restricted_master,
     step_size,
@@ -295,7 +296,17 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "sensitive_features has a single group; a group-fairness constraint needs "
                 "at least 2"
             )
-        return X, encoder.transform(y).astype(np.int64), groups
+        y01 = encoder.transform(y).astype(np.int64)
+        counts = np.bincount(cell_codes(groups, y01), minlength=2 * self.group_encoder_.n_groups_)
+        if not counts.all():
+            empty = int(np.flatnonzero(counts == 0)[0])
+            group = self.group_encoder_.group_labels_[empty // 2]
+            raise ValueError(
+                f"sensitive_features: group {group!r} has no row with y == "
+                f"{self.classes_[empty % 2]!r}; CGOOReduction needs rows in every (group, "
+                "label) cell (its rates are conditional on them)"
+            )
+        return X, y01, groups
 
     # -- fit --------------------------------------------------------------------
     def fit(self, X, y, *, sensitive_features=None):
@@ -362,14 +373,28 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         running = np.zeros(K)
         self.history_ = []
         self.oracle_noise_multiplier_ = None if noise is None else noise.oracle_noise_multiplier
+        stalled, n_stalls = False, 0
         for t in range(T):
             if self.fully_corrective:
                 alpha, gradient = restricted_master(np.vstack(stats), problem, alpha)
                 running = alpha @ np.vstack(stats)
+                if stalled:
+                    # the last column did not improve the program (a surrogate oracle can
+                    # return the same model for the same multipliers): price with the
+                    # multipliers scaled by 1/2, 2, 1/4, 4, ... (another trade-off, as the
+                    # changing multipliers of exponentiated gradient give)
+                    n_stalls += 1
+                    scale = 2.0 ** ((n_stalls + 1) // 2 * (-1) ** n_stalls)
+                    objective_part = gradient_of_objective(problem, running)
+                    gradient = objective_part + scale * (gradient - objective_part)
+                else:
+                    n_stalls = 0
             else:
                 gradient = problem.gradient(running)
             targets, weights = oracle_task(gradient, cells)
-            atom, event = self._best_response(template, X, targets, weights, noise, delta, random)
+            atom, event = self._best_response(
+                template, X, gradient, targets, weights, noise, delta, random
+            )
             if event is not None:
                 predictions = atom.predict(X)
                 exact = positive_counts(cells, predictions, K)
@@ -382,6 +407,8 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 J = np.clip(exact / total, 0.0, q)
             else:
                 J = stats[atom.value]  # a constant: its statistics are known
+            # reduced cost of the new column on the released statistics (post-processing)
+            stalled = float(gradient @ (J - running)) >= 0.0
             atoms.append(atom)
             stats.append(J)
             gamma = step_size(t, self.step)
@@ -420,12 +447,15 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )
         return PenalisedObjective(objective, constraint, q, bound, G, eta)
 
-    def _best_response(self, template, X, targets, weights, noise, delta, random):
-        """One oracle call (or a free constant when the task has one class); its event."""
-        labels = np.unique(targets[weights > 0])
-        if labels.size < 2:
-            value = int(labels[0]) if labels.size else 0
-            return ConstantAtom(value), None
+    def _best_response(self, template, X, gradient, targets, weights, noise, delta, random):
+        """One oracle call, or the free constant atom when the direction has one sign; its event.
+
+        The choice reads only the direction's signs over all cells (released values),
+        never which rows exist: every cell has rows (checked in fit), so a direction
+        of both signs always gives the oracle both classes.
+        """
+        if not (gradient < 0).any() or not (gradient > 0).any():
+            return ConstantAtom(int((gradient < 0).any())), None
         oracle = spawn_oracle(template, random)
         params = oracle.get_params(deep=False)
         if noise is not None:

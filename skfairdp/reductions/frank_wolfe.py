@@ -40,6 +40,7 @@ from .objectives import Objective, linear_objective_vector
 
 __all__ = [
     "PenalisedObjective",
+    "gradient_of_objective",
     "fully_corrective_weights",
     "oracle_task",
     "restricted_master",
@@ -100,6 +101,14 @@ class PenalisedObjective:
         h = f + self.penalty * softplus_penalty(smooth - self.bound, self.smoothing)
         (grad,) = torch.autograd.grad(h, J)
         return grad.numpy()
+
+
+def gradient_of_objective(problem: PenalisedObjective, positives: np.ndarray) -> np.ndarray:
+    """``grad f`` at ``positives`` (the objective alone, without the constraint)."""
+    J = torch.as_tensor(positives, dtype=torch.float64).clone().requires_grad_(True)
+    cells = torch.as_tensor(problem.cells, dtype=torch.float64)
+    (grad,) = torch.autograd.grad(problem.objective.function(J, cells), J)
+    return grad.numpy()
 
 
 def oracle_task(gradient: np.ndarray, cell_of_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -207,7 +216,7 @@ def _normalised(weights: np.ndarray) -> np.ndarray:
 
 
 def _mirror_descent(
-    J: np.ndarray, problem: PenalisedObjective, start: np.ndarray, iterations: int = 2000
+    J: np.ndarray, problem: PenalisedObjective, start: np.ndarray, iterations: int = 300
 ) -> np.ndarray:
     """Exponentiated gradient on the simplex for ``alpha -> h(J alpha)`` (convex)."""
     alpha = _normalised(np.maximum(start, 1e-12))
