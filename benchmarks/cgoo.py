@@ -5,7 +5,7 @@ skips fits already there; ``report`` writes ``results/cgoo.md``):
 
 ``adult-eo`` / ``adult-dp``
     Equalized odds / demographic parity on Adult, epsilon in {0.5, 1, 3, inf},
-    delta = 1e-5, difference_bound in {0.01, 0.02, 0.05, 0.1}, the default oracle
+    delta = 1e-5, difference_bound in {0.005, 0.01, 0.02, 0.05, 0.1}, the default oracle
     (DP-SGD logistic regression; at epsilon = inf the same oracle without noise).
 ``expgrad``
     Non-private fairlearn ``ExponentiatedGradient(LogisticRegression)`` with the
@@ -58,7 +58,7 @@ FIELDS = [
     "g_mean", "epsilon_spent", "oracle_calls", "atoms", "fit_seconds",
 ]  # fmt: skip
 EPSILONS = (0.5, 1.0, 3.0, math.inf)
-BOUNDS = (0.01, 0.02, 0.05, 0.1)
+BOUNDS = (0.005, 0.01, 0.02, 0.05, 0.1)
 VIOLATION = {
     "demographic_parity": demographic_parity_violation,
     "equalized_odds": equalized_odds_violation,
