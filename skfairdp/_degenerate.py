@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from sklearn.base import is_regressor
 
 
 class DegenerateModelWarning(UserWarning):
@@ -20,9 +21,16 @@ class DegenerateModelWarning(UserWarning):
 
 
 def warn_if_degenerate(estimator, X, y) -> None:
-    """Warn (:class:`DegenerateModelWarning`) with the likely cause if the fit is degenerate."""
+    """Warn (:class:`DegenerateModelWarning`) with the likely cause if the fit is degenerate.
+
+    A classifier: one class everywhere, or less accurate than the majority class.
+    A regressor: a larger squared error on its training data than the mean of ``y``.
+    """
     y = np.asarray(y)
     if y.ndim != 1 or len(y) == 0 or not hasattr(estimator, "module_"):
+        return
+    if _is_regressor(estimator):
+        _warn_if_worse_than_mean(estimator, X, y)
         return
     predicted = estimator.predict(X)
     accuracy = float(np.mean(predicted == y))
@@ -39,6 +47,27 @@ def warn_if_degenerate(estimator, X, y) -> None:
         else "is less accurate on its training data than predicting the majority class "
         "(below the majority-class rate)"
     )
+    _warn(estimator, what, stacklevel=5)  # user -> fit -> _private_fit -> here -> _warn
+
+
+def _is_regressor(estimator) -> bool:
+    try:
+        return is_regressor(estimator)
+    except AttributeError:  # an object without scikit-learn tags: not a regressor
+        return False
+
+
+def _warn_if_worse_than_mean(estimator, X, y) -> None:
+    y = y.astype(np.float64)
+    squared_error = np.mean((estimator.predict(X) - y) ** 2)
+    if np.isfinite(squared_error) and squared_error <= np.var(y):
+        return
+    # no numbers (see above): one bit
+    what = "has a larger squared error on its training data than predicting the mean of y"
+    _warn(estimator, what, stacklevel=6)
+
+
+def _warn(estimator, what: str, stacklevel: int) -> None:
     causes = ["a learning rate too large for the noise (lower lr)"]
     if float(getattr(estimator, "fairness_weight", 0) or 0) > 0:
         causes.insert(0, "a fairness weight so large that a constant predictor wins")
@@ -51,5 +80,5 @@ def warn_if_degenerate(estimator, X, y) -> None:
         + ". (This check reads the training data; it is not part of the privacy guarantee "
         "and nothing of it is stored in the model.)",
         DegenerateModelWarning,
-        stacklevel=4,  # user -> fit -> _private_fit -> here
+        stacklevel=stacklevel,
     )

@@ -129,16 +129,8 @@ class CrossEntropyProblem:
         return (loss,), {"loss": loss}
 
 
-class NoisySGDClassifierBase(PrivateClassifierBase):
-    """Cross-entropy classifier trained by a DP-SGD variant (the fit is the base's template).
-
-    Subclasses implement ``_make_problem`` (the per-step processing, as an
-    engine problem with a ``private_sum`` hook; a problem releasing a count
-    records it in ``ctx.recorder``), ``_count_noise_multiplier`` (``inf`` when a
-    step releases nothing but the gradient) and, when they use groups,
-    ``_encode_groups``. This class adds the calibration of a gradient and a
-    count released on the same batch (module docstring).
-    """
+class ActivationModuleMixin:
+    """The default module with the ``activation`` parameter (for ``hidden_layer_sizes``)."""
 
     def _build_module(self, n_features: int, n_outputs: int) -> torch.nn.Module:
         kwargs = self._prefixed("module__")
@@ -151,6 +143,18 @@ class NoisySGDClassifierBase(PrivateClassifierBase):
             hidden_layer_sizes=tuple(self.hidden_layer_sizes),
             module_kwargs=kwargs,
         )
+
+
+class NoisySGDClassifierBase(ActivationModuleMixin, PrivateClassifierBase):
+    """Cross-entropy classifier trained by a DP-SGD variant (the fit is the base's template).
+
+    Subclasses implement ``_make_problem`` (the per-step processing, as an
+    engine problem with a ``private_sum`` hook; a problem releasing a count
+    records it in ``ctx.recorder``), ``_count_noise_multiplier`` (``inf`` when a
+    step releases nothing but the gradient) and, when they use groups,
+    ``_encode_groups``. This class adds the calibration of a gradient and a
+    count released on the same batch (module docstring).
+    """
 
     def _count_noise_multiplier(self) -> float:
         return math.inf

@@ -28,7 +28,7 @@ class FitContext:
     ----------
     X : ndarray of float32, shape (n_samples, n_features)
     y : ndarray of int64, shape (n_samples,)
-        Class indices into ``classes_``.
+        Class indices into ``classes_`` (a regressor's float32 targets).
     groups : ndarray of int64, shape (n_samples,)
         Group codes from ``_encode_groups`` (zeros when the estimator uses none).
     sample_weight : ndarray of float64, shape (n_samples,), or None
@@ -37,6 +37,7 @@ class FitContext:
         Bound on the weights that every sensitivity is scaled by:
         ``max_sample_weight`` when the fit has sample weights, else 1.
     n_classes : int
+        Outputs of the module (the number of classes; 1 for a regressor).
     private : bool
         ``epsilon < inf``.
     delta : float

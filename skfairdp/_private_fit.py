@@ -181,7 +181,7 @@ class PrivateFitMixin:
             groups=groups,
             sample_weight=sample_weight,
             max_weight=1.0 if sample_weight is None else float(self.max_sample_weight),
-            n_classes=len(self.classes_),
+            n_classes=self._n_outputs(),
             private=private,
             delta=resolve_delta(self.delta, n) if private else 0.0,
             device=device,
@@ -192,6 +192,10 @@ class PrivateFitMixin:
         )
 
     # -- hooks of the fit (defaults) ---------------------------------------
+    def _n_outputs(self) -> int:
+        """Outputs of the module (default: one per class; a regressor has 1)."""
+        return len(self.classes_)
+
     def _check_params(self) -> None:
         """Cross-parameter checks, before the data are read."""
 

@@ -31,6 +31,7 @@ _EXPECTED_X = (
     "shape (n_samples, n_features)"
 )
 _EXPECTED_Y = "expected a 1-D array-like of class labels, shape (n_samples,)"
+_EXPECTED_Y_NUMERIC = "expected a 1-D array-like of finite numbers, shape (n_samples,)"
 _NOT_NUMERIC = re.compile(r"could not convert|argument must be a string or a(?: real)? number")
 
 
@@ -91,6 +92,28 @@ def check_y(estimator, y, n_samples: int) -> np.ndarray:
         raise ValueError(
             f"Found input variables with inconsistent numbers of samples: X has {n_samples} "
             f"rows but y has {y.shape[0]} labels; y needs one class label per row of X."
+        )
+    return y
+
+
+def check_y_numeric(estimator, y, n_samples: int) -> np.ndarray:
+    """Validate regression targets ``y`` (finite numbers, float64) for ``n_samples`` rows of X."""
+    if y is None:  # sklearn's wording (its estimator checks look for it)
+        raise ValueError(
+            f"{type(estimator).__name__} requires y to be passed, but the target y is None; "
+            "pass one target value per row of X."
+        )
+    try:
+        y = _check_y(y, y_numeric=True, estimator=estimator).astype(np.float64, copy=False)
+    except (ValueError, TypeError) as exc:
+        named = _named(exc, "y", _EXPECTED_Y_NUMERIC)
+        if named is exc:
+            raise
+        raise named from exc
+    if y.shape[0] != n_samples:
+        raise ValueError(
+            f"Found input variables with inconsistent numbers of samples: X has {n_samples} "
+            f"rows but y has {y.shape[0]} values; y needs one target value per row of X."
         )
     return y
 

@@ -1,6 +1,7 @@
-"""Shared machinery of skfairdp's private classifiers: parameters, one fit, prediction.
+"""Shared machinery of skfairdp's private estimators: parameters, one fit, prediction.
 
-Every estimator is a :class:`PrivateClassifierBase`. It declares its parameters
+Every estimator is a :class:`PrivateClassifierBase` (or, for regression, a
+:class:`PrivateRegressorBase`; both are a :class:`PrivateEstimatorBase`). It declares its parameters
 (:func:`declare_parameters`, in ``_parameters.py``) and fills a few hooks of the
 one private fit (:class:`~skfairdp._private_fit.PrivateFitMixin`, whose
 ``_private_fit`` docstring gives the path of a fit, with :class:`FitContext` and
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted
 
@@ -30,7 +31,7 @@ from ._parameters import (
     parameter_constraints,
 )
 from ._private_fit import PrivateDiagnosticsWarning, PrivateFitMixin
-from ._validation import check_X, check_y, densify
+from ._validation import check_X, check_y, check_y_numeric, densify
 from .nn import build_module
 
 __all__ = [
@@ -44,6 +45,8 @@ __all__ = [
     "Param",
     "PrivateClassifierBase",
     "PrivateDiagnosticsWarning",
+    "PrivateEstimatorBase",
+    "PrivateRegressorBase",
     "declare_parameters",
     "parameter_constraints",
 ]
@@ -52,8 +55,11 @@ _PREFIXES = ("module__", "optimizer__")
 _PREDICT_CHUNK = 65536
 
 
-class PrivateClassifierBase(PrivateFitMixin, ClassifierMixin, BaseEstimator):
-    """Base class: declared parameters, the one private fit, prediction.
+class PrivateEstimatorBase(PrivateFitMixin, BaseEstimator):
+    """Base class: declared parameters, the one private fit, the model's outputs.
+
+    :class:`PrivateClassifierBase` and :class:`PrivateRegressorBase` add what
+    depends on the task: the validation of ``y`` and prediction.
 
     **Parameters.** A subclass sets ``_parameters = declare_parameters(...)``;
     its ``__init__`` and ``_parameter_constraints`` are made from it (each
@@ -140,6 +146,54 @@ class PrivateClassifierBase(PrivateFitMixin, ClassifierMixin, BaseEstimator):
         rest = {k: v for k, v in params.items() if k not in prefixed}
         return super().set_params(**rest) if rest else self
 
+    def _device(self) -> torch.device:
+        device = torch.device(self.device)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device={self.device!r} was requested but CUDA is not available")
+        return device
+
+    def _build_module(self, n_features: int, n_outputs: int) -> torch.nn.Module:
+        return build_module(
+            self.module,
+            n_features=n_features,
+            n_outputs=n_outputs,
+            hidden_layer_sizes=tuple(self.hidden_layer_sizes),
+            module_kwargs=self._prefixed("module__"),
+        )
+
+    def _build_optimizer(self, module: torch.nn.Module) -> torch.optim.Optimizer:
+        params = [p for p in module.parameters() if p.requires_grad]
+        return self.optimizer(params, lr=self.lr, **self._prefixed("optimizer__"))
+
+    # -- outputs -----------------------------------------------------------
+    def _outputs(self, X) -> np.ndarray:
+        """The module's outputs on ``X`` (float64, shape (n_samples, n_outputs)), in chunks."""
+        check_is_fitted(self, "module_")
+        X = check_X(self, X, reset=False)  # sparse stays sparse: densified chunk by chunk
+        if not isinstance(X, np.ndarray):
+            X = X.tocsr()  # row slices
+        device = next(self.module_.parameters()).device
+        self.module_.eval()
+        chunks = []
+        with torch.no_grad():
+            for start in range(0, X.shape[0], _PREDICT_CHUNK):
+                xb = torch.from_numpy(densify(X[start : start + _PREDICT_CHUNK]))
+                chunks.append(self.module_(xb.to(device)).double().cpu().numpy())
+        if not chunks:
+            return np.empty((0, self._n_outputs()))
+        return np.concatenate(chunks)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = True  # accepted and densified (see check_X)
+        tags.non_deterministic = bool(getattr(self, "secure_mode", False))
+        return tags
+
+
+class PrivateClassifierBase(ClassifierMixin, PrivateEstimatorBase):
+    """Base class of the private classifiers: class labels, probabilities, argmax prediction."""
+
     # -- validation ---------------------------------------------------------
     def _validate_X_y(self, X, y):
         """Validate the training data; set ``n_features_in_`` and ``classes_``.
@@ -168,63 +222,58 @@ class PrivateClassifierBase(PrivateFitMixin, ClassifierMixin, BaseEstimator):
             )
         return X, encoder.transform(y).astype(np.int64)
 
-    def _device(self) -> torch.device:
-        device = torch.device(self.device)
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"device={self.device!r} was requested but CUDA is not available")
-        return device
-
-    def _build_module(self, n_features: int, n_outputs: int) -> torch.nn.Module:
-        return build_module(
-            self.module,
-            n_features=n_features,
-            n_outputs=n_outputs,
-            hidden_layer_sizes=tuple(self.hidden_layer_sizes),
-            module_kwargs=self._prefixed("module__"),
-        )
-
-    def _build_optimizer(self, module: torch.nn.Module) -> torch.optim.Optimizer:
-        params = [p for p in module.parameters() if p.requires_grad]
-        return self.optimizer(params, lr=self.lr, **self._prefixed("optimizer__"))
-
     # -- prediction ---------------------------------------------------------
-    def _logits(self, X) -> np.ndarray:
-        check_is_fitted(self, "module_")
-        X = check_X(self, X, reset=False)  # sparse stays sparse: densified chunk by chunk
-        if not isinstance(X, np.ndarray):
-            X = X.tocsr()  # row slices
-        device = next(self.module_.parameters()).device
-        self.module_.eval()
-        chunks = []
-        with torch.no_grad():
-            for start in range(0, X.shape[0], _PREDICT_CHUNK):
-                xb = torch.from_numpy(densify(X[start : start + _PREDICT_CHUNK]))
-                chunks.append(self.module_(xb.to(device)).double().cpu().numpy())
-        if not chunks:
-            return np.empty((0, len(self.classes_)))
-        return np.concatenate(chunks)
-
     def decision_function(self, X) -> np.ndarray:
         """Logit scores: shape (n,) for binary tasks (class 1 vs 0), (n, n_classes) otherwise."""
-        logits = self._logits(X)
+        logits = self._outputs(X)
         return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities (softmax of the logits); no sensitive features needed."""
-        logits = self._logits(X)
+        logits = self._outputs(X)
         logits -= logits.max(axis=1, keepdims=True)
         proba = np.exp(logits)
         return proba / proba.sum(axis=1, keepdims=True)
 
     def predict(self, X) -> np.ndarray:
         """Most probable class; no sensitive features needed."""
-        logits = self._logits(X)  # first: raises NotFittedError before classes_ is read
+        logits = self._outputs(X)  # first: raises NotFittedError before classes_ is read
         return self.classes_[np.argmax(logits, axis=1)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = True
-        tags.input_tags.allow_nan = False
-        tags.input_tags.sparse = True  # accepted and densified (see _validate_X_y)
-        tags.non_deterministic = bool(getattr(self, "secure_mode", False))
         return tags
+
+
+class PrivateRegressorBase(RegressorMixin, PrivateEstimatorBase):
+    """Base class of the private regressors: a float target, one output, ``predict`` = it.
+
+    The fit is the same template (:meth:`_private_fit`); a regressor's problem
+    receives the float targets as its one per-row tensor (:meth:`_per_row_tensors`)
+    and its module has one output. No ``classes_``.
+    """
+
+    def _validate_X_y(self, X, y):
+        """Validate the training data; set ``n_features_in_``.
+
+        Returns
+        -------
+        X : ndarray of float32
+            Dense (sparse input is densified once, as for the classifiers).
+        y : ndarray of float32, shape (n_samples,)
+        """
+        X = check_X(self, X, reset=True, ensure_min_samples=2)
+        y = check_y_numeric(self, y, X.shape[0])
+        return densify(X), y.astype(np.float32)
+
+    def _n_outputs(self) -> int:
+        return 1
+
+    def _per_row_tensors(self, ctx: FitContext) -> tuple[torch.Tensor, ...]:
+        """One float32 tensor: the targets."""
+        return (torch.as_tensor(ctx.y),)
+
+    def predict(self, X) -> np.ndarray:
+        """The model's output, shape (n_samples,); no sensitive features needed."""
+        return self._outputs(X)[:, 0]

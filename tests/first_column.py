@@ -12,6 +12,7 @@ They change nothing else (same ``__init__``, same parameter constraints).
 """
 
 import numpy as np
+from sklearn.base import is_regressor
 from sklearn.utils import check_array
 
 from skfairdp import (
@@ -23,15 +24,49 @@ from skfairdp import (
 )
 
 
-def first_column_groups(X):
-    """Two groups (0/1) from the rank of X's first column; None if X is invalid."""
+def _first_column(X):
+    """X's first column as a 1-D float64 array; None if X is invalid."""
     try:
         column = check_array(X, dtype=np.float64, accept_sparse="csc")[:, [0]]
-        column = np.asarray(column.todense() if hasattr(column, "todense") else column).ravel()
     except Exception:  # let the estimator's own validation report it
         return None
-    rank = np.argsort(np.argsort(column, kind="stable"), kind="stable")
-    return (rank >= len(column) // 2).astype(int)
+    return np.asarray(column.todense() if hasattr(column, "todense") else column).ravel()
+
+
+def _upper_half(values):
+    rank = np.argsort(np.argsort(values, kind="stable"), kind="stable")
+    return (rank >= len(values) // 2).astype(int)
+
+
+def first_column_groups(X):
+    """Two groups (0/1) from the rank of X's first column; None if X is invalid."""
+    column = _first_column(X)
+    return None if column is None else _upper_half(column)
+
+
+def first_column_groups_per_label(X, y):
+    """:func:`first_column_groups` with every (group, label) cell filled.
+
+    A classification reduction needs rows in every cell: for a label whose rows
+    all fall in one group, its row nearest the other group moves there (labels with
+    at least 2 rows). The groups stay those of the first column otherwise, so a
+    fairness constraint on them still binds. None if X or y is invalid.
+    """
+    column = _first_column(X)
+    try:
+        labels = np.asarray(y).astype(str).ravel()
+    except Exception:
+        return None
+    if column is None or labels.shape[0] != column.shape[0]:
+        return None
+    groups = _upper_half(column)
+    for label in np.unique(labels):
+        rows = np.flatnonzero(labels == label)
+        if len(rows) >= 2 and len(np.unique(groups[rows])) == 1:
+            order = rows[np.argsort(column[rows], kind="stable")]
+            nearest = order[-1] if groups[rows[0]] == 0 else order[0]
+            groups[nearest] = 1 - groups[nearest]
+    return groups
 
 
 class _FirstColumnFit:
@@ -62,14 +97,20 @@ class FirstColumnFairLens(_FirstColumnFit, FairLensClassifier):
 class FirstColumnCGOO(CGOOReduction):
     """TEST-ONLY: :class:`CGOOReduction` with groups from X's first column.
 
-    Its ``fit`` takes no ``sample_weight`` (nor does the reduction's). The
-    reduction requires groups before it reads X, so for an invalid X it gets
-    alternating groups of the right length and reports X's own error.
+    Its ``fit`` takes no ``sample_weight`` (nor does the reduction's). A
+    classification reduction needs rows in every (group, label) cell, so its
+    groups are ranked within each label. The reduction requires groups before it
+    reads X, so for an invalid X it gets alternating groups of the right length
+    and reports X's own error.
     """
 
     def fit(self, X, y, *, sensitive_features=None):
         if sensitive_features is None:
-            sensitive_features = first_column_groups(X)
+            sensitive_features = (
+                first_column_groups(X)
+                if is_regressor(self)
+                else first_column_groups_per_label(X, y)
+            )
         if sensitive_features is None:
             sensitive_features = np.arange(len(X)) % 2
         return super().fit(X, y, sensitive_features=sensitive_features)

@@ -2,7 +2,11 @@
 
 The meta-estimator of Alabi's "The Cost of a Reductions Approach to Private Fair
 Optimization", made sound (digest ``seed-002-cgoo.md`` §3): see
-:class:`CGOOReduction` and ``doc/cgoo.md``.
+:class:`CGOOReduction` and ``doc/cgoo.md``. One column-generation loop serves
+both modes; what differs (the rows' cells, the oracle's task, the released
+statistics and their sensitivity) is in :class:`~.atoms.CellPositives`
+(classification) and :class:`~.regression.GroupLosses` (regression, the paper's
+subgroup-weights case study).
 """
 
 from __future__ import annotations
@@ -14,19 +18,27 @@ from numbers import Integral, Real
 import dp_accounting
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    MetaEstimatorMixin,
+    RegressorMixin,
+    is_regressor,
+)
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
+from sklearn.utils._tags import RegressorTags
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._degenerate import DegenerateModelWarning
-from .._validation import check_X, check_y, densify
+from .._validation import check_X, check_y, check_y_numeric, densify
 from ..fairness import encode_sensitive_features
 from ..oracle import executed_event, spawn_oracle
 from ..privacy import RandomSource, epsilon_spent, noisy_histogram, resolve_delta
 from ..privacy.accountant import PrivacySpent
-from .atoms import ConstantAtom, cell_codes, positive_counts
+from .atoms import CellPositives, ConstantAtom, cell_codes, positive_counts
 from .budget import REDUCTION_ACCOUNTANTS, calibrate_reduction
 from .constraints import CONSTRAINTS, default_smoothing, resolve_constraint
 from .exponential import exponential_log_probabilities, gumbel_max_index, score_sensitivity
@@ -35,11 +47,19 @@ from .frank_wolfe import (
     PenalisedObjective,
     fully_corrective_weights,
     gradient_of_objective,
-    oracle_task,
     restricted_master,
     step_size,
 )
 from .objectives import OBJECTIVES, resolve_objective
+from .regression import (
+    REGRESSION_CONSTRAINTS,
+    REGRESSION_OBJECTIVES,
+    GroupLosses,
+    GroupLossProblem,
+    check_problem_monotone,
+    resolve_regression_constraint,
+    resolve_regression_objective,
+)
 
 __all__ = ["CGOOReduction", "SmallCellWarning"]
 
@@ -50,6 +70,9 @@ DEFAULT_ORACLE_PARAMS = {"lr": 0.5, "batch_size": 1024, "max_epochs": 20}
 
 #: Largest automatic penalty ``G`` (the theory's value grows like K / bound).
 MAX_AUTO_PENALTY = 1000.0
+
+#: ``predict_mode`` values: ``"auto"`` is ``"mean"`` for a regressor, ``"mixture"`` otherwise.
+PREDICT_MODES = ("auto", "mean", "mixture")
 
 
 class SmallCellWarning(UserWarning):
@@ -81,6 +104,15 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     is a randomised classifier; unlike it, every statistic that steers the fit is
     released with noise and accounted.
 
+    **Regression** (Alabi's subgroup-weights case study, ``doc/cgoo.md``): when the
+    oracle is a regressor (``sklearn.base.is_regressor``, e.g.
+    :class:`~skfairdp.DPSGDRegressor`), the statistics are the per-group sums of
+    the atoms' squared residuals, each row's clipped at ``loss_bound``; the
+    objective and constraint are functions of the group losses, non-decreasing
+    in each (so the oracle's task is weighted least squares with one weight per
+    group), and ``predict`` averages the atoms' predictions
+    (``predict_mode="mean"``).
+
     Parameters
     ----------
     estimator : estimator, default=None
@@ -92,26 +124,36 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ``noise_multiplier``, ``max_sample_weight``, a method
         ``planned_event(n_samples, noise_multiplier=z)`` and, after fit,
         ``dp_event_``. Any scikit-learn classifier is accepted with
-        ``epsilon=np.inf``.
-    objective : str or callable, default="error_rate"
-        ``"error_rate"``, ``"balanced_error"``, ``"neg_g_mean"``, ``"neg_h_mean"``,
-        ``"q_mean"``, ``"worst_group_error"``, or a torch callable
-        ``f(positives, cells) -> scalar`` (convex).
-    constraints : str or callable, default="demographic_parity"
-        ``"demographic_parity"``, ``"equalized_odds"``,
-        ``"true_positive_rate_parity"`` (alias ``"equal_opportunity"``),
-        ``"bounded_group_loss"``, or a torch
-        callable ``g(positives, cells) -> gaps`` (the violation is their max).
+        ``epsilon=np.inf``. A regressor (e.g. :class:`~skfairdp.DPSGDRegressor`,
+        or any scikit-learn regressor taking ``sample_weight`` with
+        ``epsilon=np.inf``) selects the regression mode.
+    objective : str or callable, default="auto"
+        Classification: ``"error_rate"`` (``"auto"``), ``"balanced_error"``,
+        ``"neg_g_mean"``, ``"neg_h_mean"``, ``"q_mean"``, ``"worst_group_error"``,
+        or a torch callable ``f(positives, cells) -> scalar`` (convex).
+        Regression: ``"mean_loss"`` (``"auto"``), ``"worst_group_loss"``, or a
+        torch callable ``f(losses, groups) -> scalar``, convex and non-decreasing
+        in every group loss.
+    constraints : str or callable, default="auto"
+        Classification: ``"demographic_parity"`` (``"auto"``),
+        ``"equalized_odds"``, ``"true_positive_rate_parity"`` (alias
+        ``"equal_opportunity"``), ``"bounded_group_loss"``, or a torch callable
+        ``g(positives, cells) -> gaps`` (the violation is their max).
+        Regression: ``"bounded_group_loss"`` (``"auto"``: every group's mean
+        squared error at most ``difference_bound``) or a torch callable
+        ``g(losses, groups) -> gaps``, each non-decreasing in every group loss.
     difference_bound : float, default=0.05
-        Bound on the constraint's violation (the largest gap between groups' rates;
-        never called ``eps`` here: epsilon is the privacy budget).
+        Bound on the constraint's violation (the largest gap between groups' rates,
+        or for ``"bounded_group_loss"`` the largest group loss; never called
+        ``eps`` here: epsilon is the privacy budget).
     epsilon : float, default=1.0
         Privacy budget of the whole fit; ``np.inf`` for a non-private reduction.
     delta : "auto" or float, default="auto"
         ``"auto"``: ``0.1 / n`` rounded down.
     penalty : "auto" or float, default="auto"
-        ``G``. ``"auto"``: ``(bound + L_f) / bound`` (Corollary 4.2 with the
-        error's Lipschitz constant: ``1 + 1 / bound``), at most 1000.
+        ``G``. ``"auto"``: ``(bound + L_f D) / bound`` (Corollary 4.2 with the
+        error's Lipschitz constant 1 and the statistics' l1 diameter ``D``: 1 for
+        classification, ``loss_bound`` for regression), at most 1000.
     smoothing : "auto" or float, default="auto"
         ``eta`` of the log-sum-exp max and of the smooth hinge. ``"auto"``:
         ``log(m) / eta = bound / 4`` for ``m`` gaps.
@@ -136,7 +178,22 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         exponential mechanism over ``candidates``.
     candidates : list of fitted classifiers, default=None
         The finite class of ``method="exponential"``; they must not have seen the
-        private data (e.g. thresholds of a public score).
+        private data (e.g. thresholds of a public score). Classification only.
+    predict_mode : {"auto", "mean", "mixture"}, default="auto"
+        ``"mixture"``: :meth:`predict` draws an atom per row with probabilities
+        ``weights_`` (the randomised predictor, the only mode for classification).
+        ``"mean"``: the weighted mean of the atoms' predictions (regression only:
+        deterministic, and by convexity of the squared loss every group's loss is
+        at most the mixture's expected loss). ``"auto"``: ``"mean"`` for a
+        regressor oracle, ``"mixture"`` otherwise.
+    loss_bound : float, default=1.0
+        Regression: public bound on one row's squared residual in the released
+        group losses (each is clipped to it; the releases' sensitivity). The
+        default suits targets in ``[0, 1]`` with predictions in ``[0, 1]`` (the
+        paper's setting; its worst case for ``||c||, ||x|| <= 1`` is 4) or
+        standardised targets with residuals mostly within one standard
+        deviation; larger values clip less and add proportionally more noise.
+        ``np.inf`` (exact squared losses) only with ``epsilon=np.inf``.
     sensitive_values : array-like or dict, default=None
         Public declaration of the group domain (see :class:`~skfairdp.fairness.GroupEncoder`).
     random_state : int, RandomState or None, default=None
@@ -152,9 +209,12 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         classifiers).
     weights_ : ndarray of shape (n_predictors,)
     stats_ : ndarray of shape (n_predictors, n_cells)
-        The *released* (noisy) positive frequency of each atom per cell.
+        The *released* (noisy) positive frequency of each atom per cell; in
+        regression, each atom's released (clipped) loss sum per group over the
+        released row total.
     cell_frequencies_ : ndarray of shape (n_cells,)
-        Released (noisy, floored) frequency of each (group, label) cell.
+        Released (noisy, floored) frequency of each (group, label) cell; of each
+        group in regression.
     history_ : list of dict
         Per iteration, values of the running mixture computed from released
         statistics only: ``objective``, ``violation``, ``h``, ``gamma``.
@@ -166,13 +226,21 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Composition of the executed releases (cell counts, each oracle's recorded
         event, each statistics release).
     privacy_spent_ : PrivacySpent
-    classes_, n_features_in_, group_encoder_
+    classes_ : ndarray
+        Classification only.
+    n_features_in_, group_encoder_
     """
 
     _parameter_constraints = {
         "estimator": [None, HasMethods(["fit", "predict"])],
-        "objective": [StrOptions(set(OBJECTIVES)), callable],
-        "constraints": [StrOptions(set(CONSTRAINTS)), callable],
+        "objective": [
+            StrOptions({"auto", *OBJECTIVES, *REGRESSION_OBJECTIVES}),
+            callable,
+        ],
+        "constraints": [
+            StrOptions({"auto", *CONSTRAINTS, *REGRESSION_CONSTRAINTS}),
+            callable,
+        ],
         "difference_bound": [Interval(Real, 0, None, closed="neither")],
         "epsilon": [Interval(Real, 0, None, closed="neither"), Options(Real, {np.inf})],
         "delta": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="neither")],
@@ -186,6 +254,8 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         "privacy_unit": [StrOptions({"record"})],
         "method": [StrOptions({"frank_wolfe", "exponential"})],
         "candidates": [None, list, tuple],
+        "predict_mode": [StrOptions(set(PREDICT_MODES))],
+        "loss_bound": [Interval(Real, 0, None, closed="neither"), Options(Real, {np.inf})],
         "sensitive_values": [None, "array-like", dict],
         "random_state": ["random_state"],
         "secure_mode": ["boolean"],
@@ -196,8 +266,8 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def __init__(
         self,
         estimator=None,
-        objective="error_rate",
-        constraints="demographic_parity",
+        objective="auto",
+        constraints="auto",
         difference_bound=0.05,
         *,
         epsilon=1.0,
@@ -212,6 +282,8 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         privacy_unit="record",
         method="frank_wolfe",
         candidates=None,
+        predict_mode="auto",
+        loss_bound=1.0,
         sensitive_values=None,
         random_state=None,
         secure_mode=False,
@@ -232,6 +304,8 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.privacy_unit = privacy_unit
         self.method = method
         self.candidates = candidates
+        self.predict_mode = predict_mode
+        self.loss_bound = loss_bound
         self.sensitive_values = sensitive_values
         self.random_state = random_state
         self.secure_mode = secure_mode
@@ -253,6 +327,46 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
         return DPSGDClassifier(**DEFAULT_ORACLE_PARAMS)
 
+    def _is_regression(self) -> bool:
+        """Regression mode: the oracle is a regressor (read from the parameters, not the fit)."""
+        try:
+            return is_regressor(self._oracle_template())
+        except AttributeError:  # an object without sklearn tags (rejected by fit's validation)
+            return False
+
+    def _predict_mode(self) -> str:
+        """``predict_mode`` in effect: ``"mean"`` or ``"mixture"``."""
+        regression = self._is_regression()
+        if self.predict_mode == "auto":
+            return "mean" if regression else "mixture"
+        if self.predict_mode == "mean" and not regression:
+            raise ValueError(
+                "predict_mode='mean' averages the atoms' predictions and needs a regressor as "
+                "the oracle; a classification reduction predicts by drawing from its mixture "
+                "(predict_mode='mixture' or 'auto'; thresholding predict_proba yourself voids "
+                "the fairness guarantee)"
+            )
+        return self.predict_mode
+
+    def _objective_and_constraint(self, regression: bool):
+        """The resolved objective and constraint of the mode (``"auto"`` and names checked)."""
+        objective, constraints = self.objective, self.constraints
+        if regression:
+            objective = "mean_loss" if objective == "auto" else objective
+            constraints = "bounded_group_loss" if constraints == "auto" else constraints
+            return resolve_regression_objective(objective), resolve_regression_constraint(
+                constraints
+            )
+        objective = "error_rate" if objective == "auto" else objective
+        constraints = "demographic_parity" if constraints == "auto" else constraints
+        if isinstance(objective, str) and objective not in OBJECTIVES:
+            raise ValueError(
+                f"objective={objective!r} is a regression objective: it needs a regressor as "
+                f"the oracle (e.g. skfairdp.DPSGDRegressor); with a classifier, objective is "
+                f"one of {sorted(OBJECTIVES)} or a torch callable"
+            )
+        return resolve_objective(objective), resolve_constraint(constraints)
+
     def _check_oracle(self, oracle, private: bool) -> None:
         params = oracle.get_params(deep=False)
         if not private:
@@ -271,7 +385,8 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "the reduction's weights are in [0, 1]"
             )
 
-    def _validate(self, X, y, sensitive_features):
+    def _validate(self, X, y, sensitive_features, regression: bool):
+        """Validated ``X`` and the mode's statistics (``CellPositives`` or ``GroupLosses``)."""
         self._validate_params()
         if sensitive_features is None:
             raise ValueError(
@@ -279,7 +394,26 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "objective are about)"
             )
         X = densify(check_X(self, X, reset=True, ensure_min_samples=2))
-        y = check_y(self, y, X.shape[0])
+        y = (check_y_numeric if regression else check_y)(self, y, X.shape[0])
+        groups, self.group_encoder_ = encode_sensitive_features(
+            sensitive_features, X.shape[0], sensitive_values=self.sensitive_values
+        )
+        n_groups = self.group_encoder_.n_groups_
+        if n_groups < 2:
+            raise ValueError(
+                "sensitive_features has a single group; a group-fairness constraint needs "
+                "at least 2"
+            )
+        if regression:
+            if hasattr(self, "classes_"):
+                del self.classes_  # a refit as a regressor
+            if not math.isinf(self.epsilon) and math.isinf(self.loss_bound):
+                raise ValueError(
+                    "loss_bound=inf is the sensitivity of the released group losses: it must "
+                    "be finite with a finite epsilon (each row's squared residual is clipped "
+                    "to it)"
+                )
+            return X, GroupLosses(groups, y, n_groups, self.loss_bound)
         encoder = LabelEncoder().fit(y)
         self.classes_ = encoder.classes_
         if len(self.classes_) != 2:
@@ -288,16 +422,8 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 f"{len(self.classes_)} "
                 f"classes ({list(self.classes_)[:5]!r})"
             )
-        groups, self.group_encoder_ = encode_sensitive_features(
-            sensitive_features, X.shape[0], sensitive_values=self.sensitive_values
-        )
-        if self.group_encoder_.n_groups_ < 2:
-            raise ValueError(
-                "sensitive_features has a single group; a group-fairness constraint needs "
-                "at least 2"
-            )
         y01 = encoder.transform(y).astype(np.int64)
-        counts = np.bincount(cell_codes(groups, y01), minlength=2 * self.group_encoder_.n_groups_)
+        counts = np.bincount(cell_codes(groups, y01), minlength=2 * n_groups)
         if not counts.all():
             empty = int(np.flatnonzero(counts == 0)[0])
             group = self.group_encoder_.group_labels_[empty // 2]
@@ -306,17 +432,17 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 f"{self.classes_[empty % 2]!r}; CGOOReduction needs rows in every (group, "
                 "label) cell (its rates are conditional on them)"
             )
-        return X, y01, groups
+        return X, CellPositives(cell_codes(groups, y01), 2 * n_groups)
 
     # -- fit --------------------------------------------------------------------
     def fit(self, X, y, *, sensitive_features=None):
-        """Fit the randomised classifier.
+        """Fit the randomised classifier (or, with a regressor oracle, the regressor).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Binary labels.
+            Binary labels; real-valued targets in regression mode.
         sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
             Group membership (required; not needed by ``predict``).
 
@@ -324,18 +450,22 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        X, y01, groups = self._validate(X, y, sensitive_features)
-        n = X.shape[0]
-        K = 2 * self.group_encoder_.n_groups_
-        cells = cell_codes(groups, y01)
+        regression = self._is_regression()
+        X, statistics = self._validate(X, y, sensitive_features, regression)
+        self._predict_mode()  # a classification reduction with predict_mode="mean" fails early
+        objective, constraint = self._objective_and_constraint(regression)
+        n, K = X.shape[0], statistics.n_cells
         private = not math.isinf(self.epsilon)
         split = self._check_budget_split()
         delta = resolve_delta(self.delta, n) if private else 0.0
         random = RandomSource(self.random_state, secure_mode=self.secure_mode)
-        objective = resolve_objective(self.objective)
-        constraint = resolve_constraint(self.constraints)
         if self.method == "exponential":
-            return self._fit_exponential(X, cells, K, objective, constraint, random)
+            if regression:
+                raise ValueError(
+                    "method='exponential' selects among fitted classifiers; the regression "
+                    "mode needs method='frank_wolfe'"
+                )
+            return self._fit_exponential(X, statistics, objective, constraint, random)
 
         template = self._oracle_template()
         self._check_oracle(template, private)
@@ -350,7 +480,7 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         else:
             noise = None
         events = []
-        counts = np.bincount(cells, minlength=K).astype(np.float64)
+        counts = np.bincount(statistics.cells, minlength=K).astype(np.float64)
         if private:
             noisy, event = noisy_histogram(
                 torch.as_tensor(counts), random, noise_multiplier=noise.cells
@@ -364,18 +494,53 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         total = float(counts.sum())
         q = counts / total
         self.cell_frequencies_ = q
-        self._warn_small_cells(q, total, K)
-        problem = self._problem(objective, constraint, q, K)
+        self._warn_small_cells(q, total, statistics)
+        problem = self._problem(objective, constraint, q, K, regression=regression)
+        if regression:
+            # a non-monotone objective or constraint fails before any oracle fit where it
+            # can be seen without data (the loop checks every direction it meets)
+            box = statistics.diameter if math.isfinite(statistics.diameter) else 1.0
+            check_problem_monotone(problem, [corner * box * q for corner in (0.0, 0.5, 1.0)])
 
-        atoms: list = [ConstantAtom(0), ConstantAtom(1)]
-        stats = [np.zeros(K), q.copy()]
-        alpha = np.array([1.0, 0.0])
-        running = np.zeros(K)
         self.history_ = []
         self.oracle_noise_multiplier_ = None if noise is None else noise.oracle_noise_multiplier
+        atoms, stats, alpha = self._column_generation(
+            X, statistics, problem, template, noise, delta, random, total, q, events
+        )
+        stats_matrix = np.vstack(stats)
+        if self.fully_corrective:
+            alpha = fully_corrective_weights(stats_matrix, problem, alpha)
+        keep = alpha > 0
+        self.predictors_ = [a for a, k in zip(atoms, keep) if k]
+        self.weights_ = alpha[keep] / alpha[keep].sum()
+        self.stats_ = stats_matrix[keep]
+        self.n_oracle_calls_ = sum(1 for a in atoms if not isinstance(a, ConstantAtom))
+        self.n_iter_ = T
+        self._store_privacy(events, private, delta)
+        return self
+
+    def _column_generation(
+        self, X, statistics, problem, template, noise, delta, random, total, q, events
+    ):
+        """The ``max_iter`` iterations, shared by both modes.
+
+        Appends each executed release's event to ``events`` and the running
+        mixture's values to ``history_``.
+
+        Returns
+        -------
+        atoms : list
+        stats : list of ndarray of shape (n_cells,)
+            The atoms' released (or known) statistics.
+        alpha : ndarray
+            The Frank–Wolfe (or last restricted-master) weights.
+        """
+        private = noise is not None
+        atoms, stats, alpha = statistics.free_atoms(q)
+        running = alpha @ np.vstack(stats) if stats else np.zeros(statistics.n_cells)
         stalled, n_stalls = False, 0
-        for t in range(T):
-            if self.fully_corrective:
+        for t in range(int(self.max_iter)):
+            if self.fully_corrective and atoms:
                 alpha, gradient = restricted_master(np.vstack(stats), problem, alpha)
                 running = alpha @ np.vstack(stats)
                 if stalled:
@@ -391,22 +556,23 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     n_stalls = 0
             else:
                 gradient = problem.gradient(running)
-            targets, weights = oracle_task(gradient, cells)
-            atom, event = self._best_response(
-                template, X, gradient, targets, weights, noise, delta, random
-            )
-            if event is not None:
-                predictions = atom.predict(X)
-                exact = positive_counts(cells, predictions, K)
+            free = statistics.free_response(gradient)
+            if free is not None:
+                atom, J = atoms[free], stats[free]  # a free atom: its statistics are known
+            else:
+                targets, weights = statistics.task(gradient)
+                atom, event = self._fit_oracle(template, X, targets, weights, noise, delta, random)
+                exact = statistics.sums(atom, X)
                 if private:
                     noisy, stat_event = noisy_histogram(
-                        torch.as_tensor(exact), random, noise_multiplier=noise.statistics
+                        torch.as_tensor(exact),
+                        random,
+                        noise_multiplier=noise.statistics,
+                        sensitivity=statistics.sensitivity,
                     )
                     events += [event, stat_event]
                     exact = noisy.numpy()
-                J = np.clip(exact / total, 0.0, q)
-            else:
-                J = stats[atom.value]  # a constant: its statistics are known
+                J = statistics.clip(exact / total, q)
             # reduced cost of the new column on the released statistics (post-processing)
             stalled = float(gradient @ (J - running)) >= 0.0
             atoms.append(atom)
@@ -415,20 +581,9 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             alpha = np.append((1.0 - gamma) * alpha, gamma)
             running = (1.0 - gamma) * running + gamma * J
             self.history_.append({"iteration": t + 1, "gamma": gamma, **problem.value(running)})
+        return atoms, stats, alpha
 
-        stats_matrix = np.vstack(stats)
-        if self.fully_corrective:
-            alpha = fully_corrective_weights(stats_matrix, problem, alpha)
-        keep = alpha > 0
-        self.predictors_ = [a for a, k in zip(atoms, keep) if k]
-        self.weights_ = alpha[keep] / alpha[keep].sum()
-        self.stats_ = stats_matrix[keep]
-        self.n_oracle_calls_ = sum(1 for a in atoms if not isinstance(a, ConstantAtom))
-        self.n_iter_ = T
-        self._store_privacy(events, private, delta)
-        return self
-
-    def _problem(self, objective, constraint, q, K) -> PenalisedObjective:
+    def _problem(self, objective, constraint, q, K, *, regression=False) -> PenalisedObjective:
         n_gaps = int(
             constraint.gaps(torch.zeros(K, dtype=torch.float64), torch.as_tensor(q)).numel()
         )
@@ -439,23 +594,18 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             else float(self.smoothing)
         )
         G = (
-            # Corollary 4.2 with the error's Lipschitz constant 1 (sup-norm gradient
-            # against the L1 diameter sum(q) = 1 of the statistics' box)
-            min(MAX_AUTO_PENALTY, (bound + 1.0) / bound)
+            # Corollary 4.2 with the error's Lipschitz constant 1 (sup-norm gradient)
+            # against the L1 diameter of the statistics' box (sum(q) = 1 for the
+            # classification statistics, loss_bound for the group losses)
+            min(MAX_AUTO_PENALTY, (bound + (self.loss_bound if regression else 1.0)) / bound)
             if self.penalty == "auto"
             else float(self.penalty)
         )
-        return PenalisedObjective(objective, constraint, q, bound, G, eta)
+        kind = GroupLossProblem if regression else PenalisedObjective
+        return kind(objective, constraint, q, bound, G, eta)
 
-    def _best_response(self, template, X, gradient, targets, weights, noise, delta, random):
-        """One oracle call, or the free constant atom when the direction has one sign; its event.
-
-        The choice reads only the direction's signs over all cells (released values),
-        never which rows exist: every cell has rows (checked in fit), so a direction
-        of both signs always gives the oracle both classes.
-        """
-        if not (gradient < 0).any() or not (gradient > 0).any():
-            return ConstantAtom(int((gradient < 0).any())), None
+    def _fit_oracle(self, template, X, targets, weights, noise, delta, random):
+        """Fit one oracle on ``(X, targets, sample_weight=weights)``; return it and its event."""
         oracle = spawn_oracle(template, random)
         params = oracle.get_params(deep=False)
         if noise is not None:
@@ -480,15 +630,19 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             oracle.fit(X, targets, sample_weight=weights)
         return oracle, executed_event(oracle)
 
-    def _warn_small_cells(self, q, total, K) -> None:
+    def _warn_small_cells(self, q, total, statistics) -> None:
         if math.isinf(self.epsilon):
             return
         smallest = float(q.min()) * total
-        bound = math.sqrt(K) / (self.epsilon * float(self.difference_bound))
+        K = statistics.n_cells
+        # Theorem 6.2's bound for statistics in [0, 1]; the group losses range over
+        # [0, loss_bound], which scales it
+        bound = statistics.diameter * math.sqrt(K) / (self.epsilon * float(self.difference_bound))
+        scale = "" if statistics.diameter == 1.0 else "loss_bound*"
         if smallest < bound:
             warnings.warn(
-                f"the smallest (group, label) cell has about {smallest:.0f} rows (released "
-                f"count), below the lower bound sqrt(K)/(epsilon*difference_bound) = "
+                f"the smallest {statistics.cell_name} has about {smallest:.0f} rows (released "
+                f"count), below the lower bound {scale}sqrt(K)/(epsilon*difference_bound) = "
                 f"{bound:.0f} of Alabi's Theorem 6.2: no private algorithm can be expected to "
                 "meet the constraint on it; raise epsilon or difference_bound.",
                 SmallCellWarning,
@@ -504,8 +658,9 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         accountant = "rdp" if self.accountant == "advanced" else self.accountant
         self.privacy_spent_ = epsilon_spent(self.dp_event_, delta, accountant=accountant)
 
-    def _fit_exponential(self, X, cells, K, objective, constraint, random):
+    def _fit_exponential(self, X, statistics, objective, constraint, random):
         """Algorithm 1: Laplace cell counts (a share of epsilon), then the exponential mechanism."""
+        cells, K = statistics.cells, statistics.n_cells
         if not self.candidates:
             raise ValueError("method='exponential' needs candidates: a list of fitted classifiers")
         counts = np.bincount(cells, minlength=K).astype(np.float64)
@@ -552,35 +707,67 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return self
 
     # -- prediction -------------------------------------------------------------
-    def _positive_probability(self, X) -> np.ndarray:
+    def _atom_outputs(self, X) -> np.ndarray:
+        """Each atom's predictions on ``X``, shape (n_samples, n_predictors)."""
         check_is_fitted(self, "predictors_")
         X = densify(check_X(self, X, reset=False))
-        p = np.zeros(X.shape[0])
-        for weight, atom in zip(self.weights_, self.predictors_):
-            p += weight * (np.asarray(atom.predict(X)) == 1)
+        columns = [np.asarray(atom.predict(X), dtype=np.float64) for atom in self.predictors_]
+        return np.column_stack(columns) if columns else np.zeros((X.shape[0], 0))
+
+    def _positive_probability(self, X) -> np.ndarray:
+        p = (self._atom_outputs(X) == 1) @ self.weights_
         return np.clip(p, 0.0, 1.0)
 
+    @available_if(lambda self: not self._is_regression())
     def predict_proba(self, X) -> np.ndarray:
-        """Probability that the randomised classifier predicts each class (mixture of atoms)."""
+        """Probability that the randomised classifier predicts each class (mixture of atoms).
+
+        Classification only.
+        """
         p = self._positive_probability(X)
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X, *, random_state=None) -> np.ndarray:
-        """Draw each row's class from :meth:`predict_proba` (the randomised classifier).
+        """Predict with the mixture.
 
-        ``random_state=None`` uses the estimator's ``random_state`` (so a seeded
-        fit predicts reproducibly); thresholding ``predict_proba`` at 1/2 instead
-        voids the fairness guarantee, which holds for the randomised predictions.
+        Classification: draw each row's class from :meth:`predict_proba` (the
+        randomised classifier). ``random_state=None`` uses the estimator's
+        ``random_state`` (so a seeded fit predicts reproducibly); thresholding
+        ``predict_proba`` at 1/2 instead voids the fairness guarantee, which holds
+        for the randomised predictions.
+
+        Regression: ``predict_mode="mean"`` returns ``sum_s weights_[s] *
+        predictors_[s].predict(X)`` (deterministic; ``random_state`` is unused);
+        ``"mixture"`` draws an atom per row with probabilities ``weights_``.
         """
-        p = self._positive_probability(X)
+        regression = self._is_regression()
+        if regression and self._predict_mode() == "mean":
+            return self._atom_outputs(X) @ self.weights_
         rng = check_random_state(self.random_state if random_state is None else random_state)
+        if regression:
+            outputs = self._atom_outputs(X)
+            drawn = rng.choice(len(self.weights_), size=outputs.shape[0], p=self.weights_)
+            return outputs[np.arange(outputs.shape[0]), drawn]
+        p = self._positive_probability(X)
         draws = rng.uniform(size=p.shape[0]) < p
         return self.classes_[draws.astype(np.int64)]
 
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy of :meth:`predict` (classification), or its R² (regression)."""
+        if self._is_regression():
+            return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
+        return super().score(X, y, sample_weight=sample_weight)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.non_deterministic = True
         tags.input_tags.allow_nan = False
         tags.input_tags.sparse = True
-        tags.classifier_tags.multi_class = False
+        if self._is_regression():
+            tags.estimator_type = "regressor"
+            tags.classifier_tags = None
+            tags.regressor_tags = RegressorTags()
+            tags.non_deterministic = self.predict_mode == "mixture" or bool(self.secure_mode)
+        else:
+            tags.non_deterministic = True
+            tags.classifier_tags.multi_class = False
         return tags

@@ -94,6 +94,19 @@ class PenalisedObjective:
             "h": float(f + self.penalty * hinge),
         }
 
+    def linear_forms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(c, A, b)`` with ``f(J) = c @ J + const`` and ``gaps(J) = A @ J + b``.
+
+        ``None`` unless both the objective and the constraint are linear (the
+        restricted master problem is then a linear program).
+        """
+        if not (self.objective.linear and self.constraint.linear):
+            return None
+        cells = torch.as_tensor(self.cells, dtype=torch.float64)
+        c, _ = linear_objective_vector(self.objective, cells)
+        A, b = linear_gap_matrix(self.constraint, cells)
+        return c.numpy(), A.numpy(), b.numpy()
+
     def gradient(self, positives: np.ndarray) -> np.ndarray:
         """``grad h`` at ``positives`` (shape (K,))."""
         J = torch.as_tensor(positives, dtype=torch.float64).clone().requires_grad_(True)
@@ -187,11 +200,9 @@ def restricted_master(
     direction : ndarray of shape (K,)
     """
     J = np.asarray(statistics, dtype=np.float64)  # (m, K)
-    if problem.objective.linear and problem.constraint.linear:
-        cells = torch.as_tensor(problem.cells, dtype=torch.float64)
-        c, _ = linear_objective_vector(problem.objective, cells)
-        A, b = linear_gap_matrix(problem.constraint, cells)
-        c, A, b = c.numpy(), A.numpy(), b.numpy()
+    forms = problem.linear_forms()
+    if forms is not None:
+        c, A, b = forms
         m = J.shape[0]
         result = linprog(
             c=J @ c,

@@ -1,0 +1,108 @@
+"""DPSGDRegressor: weighted least squares by plain DP-SGD, the reductions' regression oracle.
+
+The regression counterpart of :class:`~skfairdp.DPSGDClassifier`: the per-sample
+loss is the squared error ``(f(x) - y)^2`` of a module with one output (a linear
+model by default); every per-sample gradient is clipped to ``max_grad_norm``,
+multiplied by its (public, bounded) sample weight *after* clipping, summed,
+noised and divided by the expected batch size, on Poisson batches. It is the
+weighted least-squares oracle of :class:`~skfairdp.CGOOReduction`'s regression
+mode (Alabi's subgroup-weights case study, digest ``seed-002-cgoo.md`` §2.6):
+``fit(X, y, sample_weight=w_group(i) / max w)``.
+"""
+
+from __future__ import annotations
+
+from sklearn.utils import metadata_routing
+
+from ._dpsgd import ActivationModuleMixin
+from .base import PrivateRegressorBase, declare_parameters
+
+__all__ = ["DPSGDRegressor", "SquaredErrorProblem"]
+
+
+class SquaredErrorProblem:
+    """Per-sample squared error ``(output - y)^2`` of a one-output module (the engine's problem)."""
+
+    private_primal = (True,)
+    dual_clip = 0.0  # no dual rows: the engine noises nothing but the gradient sum
+
+    def prepare_batch(self, y):
+        return (y,)
+
+    def primal_objectives(self, outputs, y):
+        loss = (outputs[:, 0] - y) ** 2
+        return (loss,), {"loss": loss}
+
+    def primal_output_gradients(self, outputs, y):
+        """:meth:`primal_objectives` differentiated by hand: ``2 (output - y)``."""
+        residual = outputs[:, 0] - y
+        return (2.0 * residual.unsqueeze(1),), {"loss": residual**2}
+
+
+class DPSGDRegressor(ActivationModuleMixin, PrivateRegressorBase):
+    """Least-squares regressor trained by DP-SGD with post-clipping sample weights.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy budget of the fit (``np.inf``: non-private SGD).
+    delta : "auto" or float, default="auto"
+        ``"auto"``: ``0.1 / n`` rounded down.
+    max_grad_norm : float, default=1.0
+        Per-sample clipping norm ``C`` (a gradient ``2 (f(x) - y) x`` longer than
+        ``C`` is scaled down: for large residuals the fit is Huber-like).
+    max_sample_weight : float, default=1.0
+        Public bound on ``sample_weight``; the sensitivity is ``C * max_sample_weight``.
+    noise_multiplier : float, default=None
+        Fixed gradient noise multiplier (the fit then runs as many planned steps as
+        ``(epsilon, delta)`` allows); ``None`` calibrates it to the budget.
+    activation : str, default="tanh"
+        Activation of the default MLP (when ``hidden_layer_sizes`` is not empty).
+    lr, batch_size, max_epochs, module, hidden_layer_sizes, optimizer, callbacks
+        Training (skorch's names); the default module is linear regression.
+    random_state, secure_mode, device, n_jobs, record_private_diagnostics, verbose
+        Execution.
+
+    Attributes
+    ----------
+    module_ : torch.nn.Module
+        One output.
+    noise_multiplier_ : float
+    dp_event_ : dp_accounting.DpEvent
+        The releases the fit executed (one Poisson-sampled Gaussian per step).
+    privacy_spent_ : PrivacySpent
+    history_ : skorch.history.History
+    n_steps_ : int
+    n_features_in_ : int
+
+    Notes
+    -----
+    Scale the features and the target first (e.g. ``StandardScaler``): clipping
+    bounds each row's gradient, so the scale decides how much of it survives.
+    """
+
+    # fit(X, y) takes no sensitive_features: routers never send them here.
+    __metadata_request__fit = {"sensitive_features": metadata_routing.UNUSED}
+
+    _parameters = declare_parameters("activation")
+
+    def fit(self, X, y, *, sample_weight=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Real-valued targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Public weights in ``[0, max_sample_weight]`` (any non-negative finite
+            weights when ``epsilon=inf``), applied after clipping.
+
+        Returns
+        -------
+        self
+        """
+        return self._private_fit(X, y, sample_weight=sample_weight)
+
+    def _make_problem(self, ctx, plan) -> SquaredErrorProblem:
+        return SquaredErrorProblem()
