@@ -35,7 +35,7 @@ from torch.func import functional_call, grad, vmap
 
 from .._dpsgd import CrossEntropyProblem, NoisySGDClassifierBase
 from ..base import Param, declare_parameters
-from ..engine import clipped_sum
+from ..engine import clipped_total
 from ..engine.per_sample import finite_outputs
 
 
@@ -109,7 +109,7 @@ class FairLensProblem(CrossEntropyProblem):
         if per_sample is None:
             return None, self.max_grad_norm
         G = self.regularised_gradients(per_sample.dense(), X, y, groups)
-        return clipped_sum(G, self.max_grad_norm, weights)[0], self.max_grad_norm
+        return clipped_total(G, self.max_grad_norm, weights), self.max_grad_norm
 
 
 class FairLensClassifier(NoisySGDClassifierBase):

@@ -14,7 +14,11 @@ instead of an underflowing one (scaling by ``2^k`` is exact in floating point).
 
 A batch whose float32 norms are all finite and below :data:`TAME_NORM` takes the
 plain float32 arithmetic (same numbers, fewer kernels); the choice changes how a
-sum is computed, not what it is.
+sum is computed, not what it is. One reduction and one host read decide it
+(:func:`tame`): a row with a NaN or infinite entry has a non-finite norm, which
+fails the test, so the same check also routes non-finite rows to the path that
+zeroes them. On the tame path the clip factors stay float32 too (see
+:func:`clipped_total`); float64 norms are only formed when asked for.
 """
 
 from __future__ import annotations
@@ -24,11 +28,18 @@ import torch
 # Float32 row norms below this (2^64) leave clip factors C / norm far from float32's
 # underflow for any C > 1e-19, and squared norms far from overflow.
 TAME_NORM = 2.0**64
+# Clip norms for which float32 clip factors C / max(norm, C) of tame norms are normal
+# float32 numbers (C / 2^64 >= 2^-126) and C itself is a float32 well below overflow.
+_FLOAT32_CLIP_RANGE = (2.0**-62, TAME_NORM)
 
 
 def tame(norms: torch.Tensor) -> bool:
-    """Whether float32 ``norms`` are all finite and below :data:`TAME_NORM` (one sync)."""
-    return norms.numel() == 0 or bool(norms.max() < TAME_NORM)
+    """Whether float32 ``norms`` are all finite and below :data:`TAME_NORM`.
+
+    One reduction and one host read: the maximum of norms with a NaN is NaN, and
+    ``NaN < TAME_NORM`` is false, as is ``inf < TAME_NORM``.
+    """
+    return norms.numel() == 0 or norms.max().item() < TAME_NORM
 
 
 def clipped_sum(
@@ -56,20 +67,47 @@ def clipped_sum(
     norms : Tensor of shape (B,)
         The unclipped norms (0 for a non-finite row), for diagnostics.
     """
+    if isinstance(per_sample, torch.Tensor):
+        per_sample = ScaledRows(per_sample)
+    return clipped_total(per_sample, max_norm, weights), per_sample.norms()
+
+
+def clipped_total(per_sample, max_norm: float, weights: torch.Tensor | None = None) -> torch.Tensor:
+    """The ``total`` of :func:`clipped_sum` alone (what a private step needs).
+
+    When ``per_sample`` reports float32 norms from its tame check (``tame_norms()``,
+    see :class:`ScaledRows`) and there are no sample weights, the clip factors are
+    computed from them in float32: every such norm is finite and below
+    :data:`TAME_NORM`, so the factors are normal float32 numbers, and for a ``C``
+    that float32 represents they are exactly the float64 factors rounded to float32
+    (what the sum used before). Otherwise (huge or non-finite rows, objects without
+    ``tame_norms``, sample weights, a ``C`` outside float32's comfortable range)
+    the factors come from the float64 ``norms()``.
+    """
     if not max_norm > 0:
         raise ValueError(f"max_norm must be > 0, got {max_norm!r}")
     if isinstance(per_sample, torch.Tensor):
         per_sample = ScaledRows(per_sample)
-    norms = per_sample.norms()
+    norms = None
+    if weights is None and _FLOAT32_CLIP_RANGE[0] <= max_norm <= _FLOAT32_CLIP_RANGE[1]:
+        tame_norms = getattr(per_sample, "tame_norms", None)
+        norms = tame_norms() if tame_norms is not None else None
+    if norms is None:
+        norms = per_sample.norms()
     factors = clip_factors(norms, max_norm)
     if weights is not None:
         factors = factors * weights.to(factors.dtype)
-    return per_sample.weighted_sum(factors), norms
+    return per_sample.weighted_sum(factors)
 
 
 def clip_factors(norms: torch.Tensor, max_norm: float) -> torch.Tensor:
-    """``min(1, C / norm)`` per sample (1 for a zero norm, 0 for an infinite one)."""
-    return max_norm / norms.clamp(min=max_norm)
+    """``min(1, C / norm)`` per sample (1 for a zero norm, 0 for an infinite one).
+
+    One correctly rounded division in the norms' dtype: for float32 norms and a
+    ``C`` that float32 represents, the same numbers as dividing in float64 and
+    rounding to float32 (the double rounding of a quotient is innocuous).
+    """
+    return torch.div(max_norm, norms.clamp(min=max_norm))
 
 
 def scaled_row_norms(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -122,18 +160,26 @@ class ScaledRows:
     ``weighted_sum(weights)`` / ``dense()`` protocol of :func:`clipped_sum`;
     ``norms()`` are float64 and ``weighted_sum`` accepts float32 or float64
     weights, so ``||weights_i * row_i|| <= weights_i * norms_i`` holds for rows
-    up to float32's maximum without overflow or underflow.
+    up to float32's maximum without overflow or underflow. ``tame_norms()`` is the
+    float32 norms when the rows passed the :func:`tame` check (kept as they are),
+    else None.
     """
 
     def __init__(self, rows: torch.Tensor):
         norms = torch.linalg.vector_norm(rows, dim=1)
         if rows.dtype == torch.float32 and tame(norms):
-            self._norms, self.exponent, self.scaled = norms.double(), None, rows
+            self._tame, self._norms, self.exponent, self.scaled = norms, None, None, rows
             return
+        self._tame = None
         self._norms, self.exponent, bad = scaled_row_norms(rows)
         self.scaled = scale_rows(rows, self.exponent, bad)
 
+    def tame_norms(self) -> torch.Tensor | None:
+        return self._tame
+
     def norms(self) -> torch.Tensor:
+        if self._norms is None:
+            self._norms = self._tame.double()
         return self._norms
 
     def weighted_sum(self, weights: torch.Tensor) -> torch.Tensor:

@@ -16,6 +16,7 @@ Two strategies compute the same thing:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import torch
@@ -66,7 +67,15 @@ def finite_outputs(outputs: torch.Tensor, *, traced: bool = False) -> torch.Tens
     their per-sample bounds whatever one row's features are; gradients still
     flow through the finite rows. ``traced=True`` (inside ``vmap``) never branches
     on the values.
+
+    Untraced, one reduction and one host read settle the usual case: a NaN or
+    infinite entry makes the sum non-finite, so a finite sum means every entry is
+    finite (a sum that overflows only sends the batch to the exact row test).
     """
+    if not traced:
+        values = outputs.detach() if outputs.requires_grad else outputs
+        if math.isfinite(values.sum().item()):
+            return outputs
     finite = torch.isfinite(outputs).flatten(1).all(dim=1)
     if not traced and bool(finite.all()):
         return outputs
@@ -101,6 +110,10 @@ class PerSampleGradients:
         self.sizes = [p.numel() for p in self.params]
         self.n_params = sum(self.sizes)
         self._records: list[tuple[nn.Linear, torch.Tensor, torch.Tensor]] | None = None
+        # each Linear layer's (weight, bias), read once (nn.Module attribute lookup is slow)
+        self._linear_params = {
+            m: (m.weight, m.bias) for m in module.modules() if isinstance(m, nn.Linear)
+        }
         # True once we have seen that the module is one Linear layer whose output is
         # the module's output: then output gradients need no backward pass at all.
         self._single_layer: bool | None = None
@@ -114,7 +127,10 @@ class PerSampleGradients:
 
     def _record(self, layer, inputs, output):
         if self._records is not None:
-            self._records.append((layer, inputs[0].detach(), output))
+            activation = inputs[0]
+            if activation.requires_grad:
+                activation = activation.detach()
+            self._records.append((layer, activation, output))
 
     def close(self) -> None:
         """Remove the forward hooks from the module."""
@@ -206,7 +222,7 @@ class PerSampleGradients:
         if by_hand and self._single_layer is None:
             self._single_layer = len(records) == 1 and records[0][2] is outputs
         outputs = finite_outputs(outputs)
-        detached = outputs.detach()
+        detached = outputs.detach() if outputs.requires_grad else outputs
         if prepare is not None:
             with torch.no_grad():
                 per_sample = tuple(prepare(detached, *per_sample))
@@ -231,7 +247,7 @@ class PerSampleGradients:
                     allow_unused=True,
                 )
             factors = [
-                (layer, activation, grad_out)
+                (*self._linear_params[layer], activation, grad_out)
                 for (layer, activation, _), grad_out in zip(records, backprops)
                 if grad_out is not None
             ]
@@ -240,7 +256,9 @@ class PerSampleGradients:
 
     def unflatten(self, flat: torch.Tensor) -> list[torch.Tensor]:
         """Split a flat ``(n_params,)`` vector into parameter-shaped tensors."""
-        return [chunk.view_as(p) for chunk, p in zip(flat.split(self.sizes), self.params)]
+        return [
+            chunk.view(p.shape) for chunk, p in zip(flat.split_with_sizes(self.sizes), self.params)
+        ]
 
 
 class DenseGradients(ScaledRows):
@@ -269,17 +287,24 @@ class FactoredLinearGradients:
     """
 
     def __init__(self, params, factors, batch: int):
+        # factors: (weight, bias, a, b) per application of a Linear layer (bias None if absent)
         self.params = params
         self.factors = factors
         self.batch = batch
-        layers = [layer for layer, _, _ in factors]
-        self.simple = len(set(map(id, layers))) == len(layers) and all(
-            a.dim() == 2 for _, a, _ in factors
-        )
+        # "simple": every parameter appears in one factor and inputs are 2-D, so the
+        # per-sample squared norm is a sum of |b|^2 |a|^2 (+ |b|^2) terms
+        own = [id(w) for w, _, _, _ in factors] + [id(c) for _, c, _, _ in factors if c is not None]
+        self.simple = len(set(own)) == len(own) and all(a.dim() == 2 for _, _, a, _ in factors)
         self._prepared = None
+        self._tame = None
 
     def _prepare(self):
-        """Float64 norms and the scaled, sanitised factors (computed once)."""
+        """Float64 norms and the scaled, sanitised factors (computed once).
+
+        A tame batch (float32 norms all finite and below ``TAME_NORM``, one host read)
+        keeps its float32 norms in ``_tame`` and its factors as they are; its float64
+        norms are formed only if :meth:`norms` is called.
+        """
         if self._prepared is not None:
             return self._prepared
         if not self.simple:
@@ -287,17 +312,18 @@ class FactoredLinearGradients:
             return self._prepared
         norms = self._float32_norms()
         if norms.dtype == torch.float32 and tame(norms):
-            self._prepared = (norms.double(), None)
+            self._tame = norms
+            self._prepared = (None, None)
             return self._prepared
         sq = None
         factor_norms = []
-        for layer, a, b in self.factors:
+        for weight, bias, a, b in self.factors:
             b_norm = torch.linalg.vector_norm(b, dim=1, dtype=torch.float64)
-            has_weight = layer.weight.requires_grad
+            has_weight = weight.requires_grad
             a_norm = torch.linalg.vector_norm(a, dim=1, dtype=torch.float64) if has_weight else None
             b_sq = b_norm.square()
             term = b_sq * a_norm.square() if has_weight else None
-            if _has_bias(layer):
+            if _trainable(bias):
                 term = b_sq if term is None else term + b_sq
             if term is not None:
                 sq = term if sq is None else sq + term
@@ -306,30 +332,30 @@ class FactoredLinearGradients:
             sq = torch.zeros(self.batch, dtype=torch.float64, device=self.params[0].device)
         norms, _, bad = split_norms(sq.sqrt())
         scaled = []
-        for (layer, a, b), (a_norm, b_norm) in zip(self.factors, factor_norms):
+        for (weight, bias, a, b), (a_norm, b_norm) in zip(self.factors, factor_norms):
             kb = split_norms(b_norm)[1]
             ka = split_norms(a_norm)[1] if a_norm is not None else None
             a_s = scale_rows(a, ka, bad) if ka is not None else None
-            scaled.append((layer, a_s, scale_rows(b, kb, bad), ka, kb))
+            scaled.append((weight, bias, a_s, scale_rows(b, kb, bad), ka, kb))
         self._prepared = (norms, scaled)
         return self._prepared
 
     def _float32_norms(self) -> torch.Tensor:
         if len(self.factors) == 1:  # the common logistic-regression case, in fewer ops
-            layer, a, b = self.factors[0]
+            weight, bias, a, b = self.factors[0]
             norms = torch.linalg.vector_norm(b, dim=1)
-            if layer.weight.requires_grad:
+            if weight.requires_grad:
                 a_norms = torch.linalg.vector_norm(a, dim=1)
-                norms = norms * (
-                    a_norms.square_().add_(1.0).sqrt_() if _has_bias(layer) else a_norms
-                )
+                if _trainable(bias):  # the bias adds |b|^2: |b| sqrt(|a|^2 + 1)
+                    a_norms = a_norms.square_().add_(1.0).sqrt_()
+                norms = norms * a_norms
             return norms
         sq = torch.zeros(self.batch, device=self.params[0].device)
-        for layer, a, b in self.factors:
+        for weight, bias, a, b in self.factors:
             b_sq = (b * b).sum(1)
-            if layer.weight.requires_grad:
+            if weight.requires_grad:
                 sq = sq + b_sq * (a * a).sum(1)
-            if _has_bias(layer):
+            if _trainable(bias):
                 sq = sq + b_sq
         return sq.sqrt()
 
@@ -337,15 +363,17 @@ class FactoredLinearGradients:
         """The unweighted, unclipped sum in float32 (public objectives only)."""
         if not self.simple:
             return self._raw_dense().sum(0)
-        return self._float32_weighted_sum(torch.ones(self.batch, device=self.params[0].device))
+        return self._float32_weighted_sum(None)
 
-    def _float32_weighted_sum(self, weights: torch.Tensor) -> torch.Tensor:
+    def _float32_weighted_sum(self, weights: torch.Tensor | None) -> torch.Tensor:
+        """``sum_i weights_i g_i`` (all weights 1 for None) in the factors' own dtype."""
         parts = {}
-        for layer, a, b in self.factors:
-            wb = b * weights.to(b.dtype).unsqueeze(1)
-            parts[id(layer.weight)] = wb.T @ a
-            if layer.bias is not None:
-                parts[id(layer.bias)] = wb.sum(0)
+        for weight, bias, a, b in self.factors:
+            # (out, B): row i of b times weights_i
+            wb_t = b.t() if weights is None else b.t() * weights.to(b.dtype)
+            parts[id(weight)] = wb_t @ a
+            if bias is not None:
+                parts[id(bias)] = wb_t.sum(1)
         return self._concat(parts)
 
     def _concat(self, parts: dict) -> torch.Tensor:
@@ -356,10 +384,19 @@ class FactoredLinearGradients:
             ]
         )
 
+    def tame_norms(self) -> torch.Tensor | None:
+        """The float32 norms when the batch is tame (see :meth:`_prepare`), else None."""
+        prepared = self._prepare()
+        return prepared.tame_norms() if not self.simple else self._tame
+
     def norms(self) -> torch.Tensor:
         """Float64 per-sample gradient norms (0 for a non-finite sample)."""
         prepared = self._prepare()
-        return prepared.norms() if not self.simple else prepared[0]
+        if not self.simple:
+            return prepared.norms()
+        if prepared[0] is None:
+            self._prepared = prepared = (self._tame.double(), None)
+        return prepared[0]
 
     def weighted_sum(self, weights: torch.Tensor) -> torch.Tensor:
         prepared = self._prepare()
@@ -368,14 +405,14 @@ class FactoredLinearGradients:
         if prepared[1] is None:
             return self._float32_weighted_sum(weights)
         parts = {}
-        for layer, a_s, b_s, ka, kb in prepared[1]:
+        for weight, bias, a_s, b_s, ka, kb in prepared[1]:
             b64 = b_s.double()
             if a_s is not None:
                 # |u_i| * |a_s,i| is row i's (bounded) contribution; u is formed in float64
                 u = b64 * scaled_weights(weights, ka + kb).unsqueeze(1)
-                parts[id(layer.weight)] = to_finite(u, b_s.dtype).T @ a_s
-            if _has_bias(layer):
-                parts[id(layer.bias)] = (scaled_weights(weights, kb) @ b64).to(b_s.dtype)
+                parts[id(weight)] = to_finite(u, b_s.dtype).T @ a_s
+            if _trainable(bias):
+                parts[id(bias)] = (scaled_weights(weights, kb) @ b64).to(b_s.dtype)
         return self._concat(parts)
 
     def dense(self) -> torch.Tensor:
@@ -391,15 +428,15 @@ class FactoredLinearGradients:
         """``weights_i * g_i`` as a ``(B, n_params)`` matrix (simple factors, scaled path)."""
         _, scaled = self._prepare()
         parts: dict[int, torch.Tensor] = {}
-        for layer, a_s, b_s, ka, kb in scaled:
+        for weight, bias, a_s, b_s, ka, kb in scaled:
             if a_s is not None:
                 w = torch.ldexp(weights.double(), (ka + kb).double()).unsqueeze(1).unsqueeze(2)
-                parts[id(layer.weight)] = (
-                    torch.einsum("bo,bi->boi", b_s.double(), a_s.double()) * w
-                ).to(b_s.dtype)
-            if _has_bias(layer):
+                parts[id(weight)] = (torch.einsum("bo,bi->boi", b_s.double(), a_s.double()) * w).to(
+                    b_s.dtype
+                )
+            if _trainable(bias):
                 w = torch.ldexp(weights.double(), kb.double()).unsqueeze(1)
-                parts[id(layer.bias)] = (b_s.double() * w).to(b_s.dtype)
+                parts[id(bias)] = (b_s.double() * w).to(b_s.dtype)
         return torch.cat(
             [
                 parts.get(id(p), p.new_zeros((self.batch, *p.shape))).reshape(self.batch, -1)
@@ -414,10 +451,10 @@ class FactoredLinearGradients:
         def add(param, grad):
             parts[id(param)] = grad if id(param) not in parts else parts[id(param)] + grad
 
-        for layer, a, b in self.factors:
-            add(layer.weight, torch.einsum("b...o,b...i->boi", b, a))
-            if layer.bias is not None:
-                add(layer.bias, b.reshape(self.batch, -1, b.shape[-1]).sum(1))
+        for weight, bias, a, b in self.factors:
+            add(weight, torch.einsum("b...o,b...i->boi", b, a))
+            if bias is not None:
+                add(bias, b.reshape(self.batch, -1, b.shape[-1]).sum(1))
         return torch.cat(
             [
                 parts.get(id(p), p.new_zeros((self.batch, *p.shape))).reshape(self.batch, -1)
@@ -427,5 +464,5 @@ class FactoredLinearGradients:
         )
 
 
-def _has_bias(layer: nn.Linear) -> bool:
-    return layer.bias is not None and layer.bias.requires_grad
+def _trainable(param: torch.Tensor | None) -> bool:
+    return param is not None and param.requires_grad

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..privacy.mechanisms import gaussian_sum
-from .clipping import clipped_sum
+from .clipping import clipped_total
 
 
 @dataclass
@@ -131,7 +131,7 @@ def release(
                 part, sensitivity = hooked[:2]
                 statistics.update(hooked[2])
             elif is_private and noise.private:
-                part = clipped_sum(g, noise.max_grad_norm, weights)[0]
+                part = clipped_total(g, noise.max_grad_norm, weights)
             else:
                 part = plain_sum(g, Xb.shape[0], device, weights)
             primal = part if primal is None else primal.add_(part)
@@ -204,17 +204,16 @@ def _dual_release(problem, outputs, batch, noise, random, device, recorder, weig
     if contributions is None:
         return None
     public, private_rows = contributions
-    total = public.clone() if public is not None else None
-    if private_rows is not None:
-        if noise.private:
-            clip = problem.dual_clip
-            part = clipped_sum(private_rows, clip, weights)[0]
-            sensitivity = clip * noise.max_weight
-            part = gaussian_sum(part, sensitivity, noise.dual_multiplier, random, recorder)[0]
-        else:
-            part = plain_sum(private_rows, len(batch[0]), device, weights)
-        total = part if total is None else total + part
-    return total
+    if private_rows is None:  # a copy: the release must not share the problem's tensor
+        return None if public is None else public.clone()
+    if noise.private:
+        clip = problem.dual_clip
+        part = clipped_total(private_rows, clip, weights)
+        sensitivity = clip * noise.max_weight
+        part = gaussian_sum(part, sensitivity, noise.dual_multiplier, random, recorder)[0]
+    else:
+        part = plain_sum(private_rows, len(batch[0]), device, weights)
+    return part if public is None else public + part
 
 
 def plain_sum(per_sample, batch_size: int, device, weights=None) -> torch.Tensor:
