@@ -7,10 +7,19 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 import pytest
-from pandas.testing import assert_frame_equal, assert_series_equal
+from pandas.testing import assert_series_equal
 from sklearn.utils import Bunch
 
-from skfairdp.datasets import load_adult, load_credit_card
+from skfairdp.datasets import (
+    BENCHMARK_DATASETS,
+    load_adult,
+    load_bank_marketing,
+    load_communities_crime,
+    load_credit_card,
+    load_dataset,
+    load_german_credit,
+)
+from skfairdp.datasets._registry import SUBSAMPLE_SEED, stratified_subsample
 
 ADULT_NUMERIC = ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
 ADULT_CATEGORICAL = [
@@ -29,6 +38,48 @@ CREDIT_NUMERIC = [
     *[f"PAY_AMT{i}" for i in range(1, 7)],
 ]
 CREDIT_CATEGORICAL = ["EDUCATION", "MARRIAGE", "PAY_0", "PAY_2", "PAY_3", "PAY_4", "PAY_5", "PAY_6"]
+DATA_FILES = [
+    "adult.csv.gz",
+    "credit_card.csv.gz",
+    "german_credit.csv.gz",
+    "bank_marketing.csv.gz",
+    "communities_crime.csv.gz",
+]
+LOADERS = [
+    load_adult,
+    load_credit_card,
+    load_german_credit,
+    load_bank_marketing,
+    load_communities_crime,
+]
+# (loader, sensitive_feature) for every grouping a loader offers.
+GROUPINGS = [
+    (load_adult, "sex"),
+    (load_adult, "race"),
+    (load_credit_card, "sex"),
+    (load_credit_card, "education"),
+    (load_credit_card, "age"),
+    (load_german_credit, "age"),
+    (load_german_credit, "sex"),
+    (load_bank_marketing, "age"),
+    (load_bank_marketing, "marital"),
+    (load_communities_crime, None),
+]
+GROUPING_IDS = [f"{loader.__name__}-{group}" for loader, group in GROUPINGS]
+
+
+def _load(loader, group, **kwargs) -> Bunch:
+    if group is not None:
+        kwargs["sensitive_feature"] = group
+    return loader(**kwargs)
+
+
+def _assert_frames_identical(left: pd.DataFrame, right: pd.DataFrame) -> None:
+    # DataFrame.equals is ~100x faster than assert_frame_equal on categoricals.
+    assert list(left.columns) == list(right.columns)
+    assert list(left.dtypes) == list(right.dtypes)
+    assert left.index.equals(right.index)
+    assert left.equals(right)
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +105,7 @@ def credit_pre() -> Bunch:
 # --------------------------------------------------------------------------- #
 # Packaging
 # --------------------------------------------------------------------------- #
-@pytest.mark.parametrize("filename", ["adult.csv.gz", "credit_card.csv.gz"])
+@pytest.mark.parametrize("filename", DATA_FILES)
 def test_data_files_are_package_resources(filename: str) -> None:
     resource = resources.files("skfairdp.datasets").joinpath("data", filename)
     assert resource.is_file()
@@ -64,18 +115,25 @@ def test_data_files_are_package_resources(filename: str) -> None:
 
 def test_data_files_are_compact() -> None:
     data_dir = resources.files("skfairdp.datasets").joinpath("data")
-    for filename in ("adult.csv.gz", "credit_card.csv.gz"):
+    for filename in DATA_FILES:
         size = len(data_dir.joinpath(filename).read_bytes())
         assert size < 1_500_000, (filename, size)
+
+
+def test_every_data_file_is_declared_package_data() -> None:
+    # setup.cfg ships ``data/*.csv.gz``; anything else in data/ would be left out.
+    data_dir = resources.files("skfairdp.datasets").joinpath("data")
+    names = sorted(entry.name for entry in data_dir.iterdir() if entry.is_file())
+    assert names == sorted(DATA_FILES)
 
 
 # --------------------------------------------------------------------------- #
 # Bunch structure (both datasets, both modes)
 # --------------------------------------------------------------------------- #
-@pytest.mark.parametrize("loader", [load_adult, load_credit_card])
+@pytest.mark.parametrize(("loader", "group"), GROUPINGS, ids=GROUPING_IDS)
 @pytest.mark.parametrize("preprocess", [False, True])
-def test_bunch_structure(loader, preprocess: bool) -> None:
-    bunch = loader(preprocess=preprocess)
+def test_bunch_structure(loader, group, preprocess: bool) -> None:
+    bunch = _load(loader, group, preprocess=preprocess)
     assert isinstance(bunch, Bunch)
     for key in ("data", "target", "sensitive_features", "frame", "DESCR", "feature_names"):
         assert key in bunch
@@ -104,31 +162,48 @@ def test_bunch_structure(loader, preprocess: bool) -> None:
     assert not any(col == name or col.startswith(f"{name}_") for col in bunch.data.columns)
     assert_series_equal(bunch.frame[name], bunch.sensitive_features)
     assert_series_equal(bunch.frame[bunch.target.name], bunch.target)
-    assert_frame_equal(bunch.frame[bunch.feature_names], bunch.data)
+    _assert_frames_identical(bunch.frame[bunch.feature_names], bunch.data)
     assert bunch.target.name not in bunch.data.columns
 
+    # binary groups, as strings, no missing values; preprocessed data complete
+    assert bunch.sensitive_features.nunique() == 2
+    assert all(isinstance(value, str) for value in bunch.sensitive_features.unique())
+    assert not bunch.target.isna().any()
+    if preprocess:
+        assert (bunch.data.dtypes == np.float32).all()
+        assert np.isfinite(bunch.data.to_numpy()).all()
 
-@pytest.mark.parametrize("loader", [load_adult, load_credit_card])
+
+DOIS = {
+    load_adult: "10.24432/C5XW20",
+    load_credit_card: "10.24432/C55S3H",
+    load_german_credit: "10.24432/C5NC77",
+    load_bank_marketing: "10.24432/C5K306",
+    load_communities_crime: "10.24432/C53W3X",
+}
+
+
+@pytest.mark.parametrize("loader", LOADERS)
 def test_descr_cites_dataset(loader) -> None:
     descr = loader().DESCR
-    doi = "10.24432/C5XW20" if loader is load_adult else "10.24432/C55S3H"
+    doi = DOIS[loader]
     assert doi in descr
     assert "CC BY 4.0" in descr
     assert "UCI" in descr
     assert doi in loader.__doc__
 
 
-@pytest.mark.parametrize("loader", [load_adult, load_credit_card])
+@pytest.mark.parametrize("loader", LOADERS)
 @pytest.mark.parametrize("preprocess", [False, True])
 def test_deterministic(loader, preprocess: bool) -> None:
     first, second = loader(preprocess=preprocess), loader(preprocess=preprocess)
-    assert_frame_equal(first.data, second.data)
+    _assert_frames_identical(first.data, second.data)
     assert_series_equal(first.target, second.target)
     assert_series_equal(first.sensitive_features, second.sensitive_features)
-    assert_frame_equal(first.frame, second.frame)
+    _assert_frames_identical(first.frame, second.frame)
 
 
-@pytest.mark.parametrize("loader", [load_adult, load_credit_card])
+@pytest.mark.parametrize("loader", LOADERS)
 def test_returned_objects_are_independent(loader) -> None:
     first = loader(preprocess=True)
     first.data.iloc[:, 0] = 123.0
@@ -138,7 +213,7 @@ def test_returned_objects_are_independent(loader) -> None:
     assert second.target.sum() > 0
 
 
-@pytest.mark.parametrize("loader", [load_adult, load_credit_card])
+@pytest.mark.parametrize("loader", LOADERS)
 @pytest.mark.parametrize("preprocess", [False, True])
 def test_as_frame_false(loader, preprocess: bool) -> None:
     framed = loader(preprocess=preprocess)
@@ -342,3 +417,376 @@ def test_credit_preprocessed_values(credit_raw: Bunch, credit_pre: Bunch) -> Non
     )
     assert_series_equal(credit_pre.target, credit_raw.target)
     assert_series_equal(credit_pre.sensitive_features, credit_raw.sensitive_features)
+
+
+# --------------------------------------------------------------------------- #
+# Group choice
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize(
+    ("loader", "bad"),
+    [
+        (load_adult, "gender"),
+        (load_adult, "Race"),
+        (load_credit_card, "marriage"),
+        (load_german_credit, "race"),
+        (load_bank_marketing, "education"),
+        (load_adult, None),
+    ],
+)
+def test_unknown_sensitive_feature_is_rejected(loader, bad) -> None:
+    with pytest.raises(ValueError, match="sensitive_feature must be one of"):
+        loader(sensitive_feature=bad)
+
+
+@pytest.mark.parametrize(
+    ("loader", "group", "counts", "positives"),
+    [
+        (load_adult, "race", {"White": 41_762, "non-White": 7_080}, {"White": 10_607}),
+        (
+            load_credit_card,
+            "education",
+            {"higher education": 24_615, "other": 5_385},
+            {"higher education": 5_366, "other": 1_270},
+        ),
+        (load_credit_card, "age", {">25": 26_129, "<=25": 3_871}, {">25": 5_604, "<=25": 1_032}),
+        (load_german_credit, "age", {">25": 810, "<=25": 190}, {">25": 590, "<=25": 110}),
+        (load_german_credit, "sex", {"male": 690, "female": 310}, {"male": 499, "female": 201}),
+        (
+            load_bank_marketing,
+            "age",
+            {"25-59": 4_280, "<25 or >=60": 241},
+            {"25-59": 453, "<25 or >=60": 68},
+        ),
+        (
+            load_bank_marketing,
+            "marital",
+            {"married": 2_797, "not married": 1_724},
+            {"married": 277, "not married": 244},
+        ),
+        (load_communities_crime, None, {">0.06": 970, "<=0.06": 1_023}, {">0.06": 518}),
+    ],
+    ids=lambda value: getattr(value, "__name__", None),
+)
+def test_group_counts_match_source(loader, group, counts, positives) -> None:
+    # Golden numbers computed from the raw UCI files (see each DESCR).
+    bunch = _load(loader, group)
+    assert bunch.sensitive_features.value_counts().to_dict() == counts
+    per_group = bunch.target.groupby(bunch.sensitive_features).sum().to_dict()
+    for name, value in positives.items():
+        assert per_group[name] == value, name
+
+
+def test_adult_race_grouping() -> None:
+    raw = load_adult(sensitive_feature="race")
+    assert raw.sensitive_feature_name == "race"
+    assert "race" not in raw.data.columns
+    assert "sex" in raw.data.columns
+    assert isinstance(raw.data["sex"].dtype, pd.CategoricalDtype)
+    sexed = load_adult()
+    np.testing.assert_array_equal(raw.data["sex"].astype(str), sexed.sensitive_features)
+    white = (sexed.data["race"] == "White").to_numpy()
+    np.testing.assert_array_equal(raw.sensitive_features == "White", white)
+
+    pre = load_adult(preprocess=True, sensitive_feature="race")
+    assert pre.data.shape == (45_222, 99)
+    assert pre.sensitive_features.value_counts().to_dict() == {"White": 38_903, "non-White": 6_319}
+    assert int(pre.target[pre.sensitive_features == "non-White"].sum()) == 1_001
+    assert not any(c.startswith("race") for c in pre.feature_names)
+    assert {"sex_Female", "sex_Male"} <= set(pre.feature_names)
+    # same rows and the other features as the default grouping
+    default = load_adult(preprocess=True)
+    shared = [c for c in default.feature_names if not c.startswith("race_")]
+    np.testing.assert_array_equal(pre.data[shared].to_numpy(), default.data[shared].to_numpy())
+    np.testing.assert_array_equal(
+        pre.data["sex_Female"].to_numpy(), (default.sensitive_features == "Female").to_numpy()
+    )
+
+
+@pytest.mark.parametrize(
+    ("group", "dropped", "n_columns"), [("education", "EDUCATION", 83), ("age", "AGE", 86)]
+)
+def test_credit_groupings(credit_raw: Bunch, group: str, dropped: str, n_columns: int) -> None:
+    raw = load_credit_card(sensitive_feature=group)
+    assert raw.sensitive_feature_name == dropped
+    assert dropped not in raw.data.columns
+    np.testing.assert_array_equal(raw.data["SEX"].astype(str), credit_raw.sensitive_features)
+    if group == "education":
+        higher = credit_raw.data["EDUCATION"].astype(int).isin([1, 2])
+        np.testing.assert_array_equal(raw.sensitive_features == "higher education", higher)
+    else:
+        np.testing.assert_array_equal(raw.sensitive_features == ">25", credit_raw.data["AGE"] > 25)
+
+    pre = load_credit_card(preprocess=True, sensitive_feature=group)
+    assert pre.data.shape == (30_000, n_columns)
+    assert not any(c == dropped or c.startswith(f"{dropped}_") for c in pre.feature_names)
+    assert {"SEX_female", "SEX_male"} <= set(pre.feature_names)
+    assert_series_equal(pre.target, credit_raw.target)
+
+
+# --------------------------------------------------------------------------- #
+# German credit
+# --------------------------------------------------------------------------- #
+GERMAN_NUMERIC = [
+    "duration",
+    "credit_amount",
+    "installment_rate",
+    "residence_since",
+    "age",
+    "existing_credits",
+    "people_liable",
+]
+
+
+def test_german_raw() -> None:
+    german = load_german_credit()
+    assert german.data.shape == (1_000, 19)
+    assert german.frame.shape == (1_000, 21)
+    assert "age" not in german.data.columns
+    assert "personal_status_sex" in german.data.columns
+    assert int(german.target.sum()) == 700
+    assert list(german.target_names) == ["bad", "good"]
+    # first line of german.data: A11 6 A34 A43 1169 A65 A75 4 A93 ... 67 ... 1
+    first = german.frame.iloc[0]
+    assert (first["checking_account"], first["duration"], first["credit_amount"]) == (
+        "A11",
+        6,
+        1_169,
+    )
+    assert (first["personal_status_sex"], first["age"], first["credit_risk"]) == ("A93", ">25", 1)
+    assert german.frame.iloc[1]["credit_risk"] == 0  # class 2 = bad
+    assert sorted(german.data["purpose"].cat.categories) == sorted(
+        ["A40", "A41", "A410", "A42", "A43", "A44", "A45", "A46", "A48", "A49"]
+    )
+    for column in [c for c in GERMAN_NUMERIC if c != "age"]:
+        assert german.data[column].dtype == np.int64, column
+
+
+def test_german_preprocessed() -> None:
+    by_age = load_german_credit(preprocess=True)
+    by_sex = load_german_credit(preprocess=True, sensitive_feature="sex")
+    assert by_age.data.shape == (1_000, 60)
+    assert by_sex.data.shape == (1_000, 57)
+    assert "age" not in by_age.feature_names
+    assert "age" in by_sex.feature_names
+    assert any(c.startswith("personal_status_sex_") for c in by_age.feature_names)
+    assert not any(c.startswith("personal_status_sex") for c in by_sex.feature_names)
+    numeric = by_sex.data[GERMAN_NUMERIC].to_numpy(dtype=np.float64)
+    np.testing.assert_allclose(numeric.mean(axis=0), 0.0, atol=1e-5)
+    np.testing.assert_allclose(numeric.std(axis=0), 1.0, atol=1e-5)
+    dummies = by_age.data.drop(columns=[c for c in GERMAN_NUMERIC if c != "age"])
+    np.testing.assert_array_equal(dummies.to_numpy().sum(axis=1), 13.0)
+    # sex is read off attribute 9: A92 (and A95) female, the other codes male
+    raw = load_german_credit()
+    female = raw.data["personal_status_sex"].isin(["A92", "A95"]).to_numpy()
+    np.testing.assert_array_equal(by_sex.sensitive_features == "female", female)
+
+
+# --------------------------------------------------------------------------- #
+# Bank marketing
+# --------------------------------------------------------------------------- #
+def test_bank_raw() -> None:
+    bank = load_bank_marketing()
+    assert bank.data.shape == (4_521, 15)
+    assert bank.frame.shape == (4_521, 17)
+    assert "age" not in bank.data.columns
+    assert int(bank.target.sum()) == 521
+    assert not bank.data.isna().any().any()
+    # "unknown" is a level, not a missing value
+    assert "unknown" in bank.data["poutcome"].cat.categories
+    assert int((bank.data["poutcome"] == "unknown").sum()) == 3_705
+    # first line of UCI's bank.csv
+    first = bank.frame.iloc[0]
+    assert (first["job"], first["marital"], first["balance"], first["duration"]) == (
+        "unemployed",
+        "married",
+        1_787,
+        79,
+    )
+    assert (first["age"], first["y"]) == ("25-59", 0)
+    by_marital = load_bank_marketing(sensitive_feature="marital")
+    assert "marital" not in by_marital.data.columns
+    assert "age" in by_marital.data.columns
+    ages = by_marital.data["age"]
+    np.testing.assert_array_equal(bank.sensitive_features == "25-59", (ages >= 25) & (ages < 60))
+
+
+def test_bank_preprocessed() -> None:
+    by_age = load_bank_marketing(preprocess=True)
+    by_marital = load_bank_marketing(preprocess=True, sensitive_feature="marital")
+    assert by_age.data.shape == (4_521, 50)
+    assert by_marital.data.shape == (4_521, 48)
+    assert "age" not in by_age.feature_names
+    assert not any(c.startswith("marital") for c in by_marital.feature_names)
+    assert {"month_may", "poutcome_unknown", "duration"} <= set(by_age.feature_names)
+
+
+# --------------------------------------------------------------------------- #
+# Communities and crime
+# --------------------------------------------------------------------------- #
+def test_crime() -> None:
+    crime = load_communities_crime()
+    assert crime.data.shape == (1_993, 98)
+    assert crime.frame.shape == (1_993, 104)
+    assert crime.sensitive_feature_name == "racepctblack"
+    assert "racePctWhite" in crime.data.columns  # a strong proxy stays a feature
+    for column in ("state", "communityname", "fold", "ViolentCrimesPerPop"):
+        assert column not in crime.data.columns
+        assert column in crime.frame.columns
+    values = crime.data.to_numpy()
+    assert values.min() >= 0.0
+    assert values.max() <= 1.0
+    assert int(crime.target.sum()) == 653
+    np.testing.assert_array_equal(crime.target, crime.frame["ViolentCrimesPerPop"] > 0.25)
+    assert crime.frame["fold"].value_counts().sort_index().tolist() == [
+        199,
+        200,
+        200,
+        200,
+        199,
+        199,
+        199,
+        199,
+        199,
+        199,
+    ]
+    assert crime.frame["state"].nunique() == 46
+    assert crime.frame.iloc[0]["communityname"] == "Auburncity"
+    assert not crime.frame.duplicated(["state", "communityname", "fold"]).any()
+
+    pre = load_communities_crime(preprocess=True)
+    assert pre.feature_names == crime.feature_names
+    numeric = pre.data.to_numpy(dtype=np.float64)
+    np.testing.assert_allclose(numeric.mean(axis=0), 0.0, atol=1e-5)
+    np.testing.assert_allclose(numeric.std(axis=0), 1.0, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- #
+# Registry of benchmark datasets
+# --------------------------------------------------------------------------- #
+REGISTRY_SHAPES = {
+    "adult": (45_222, 102),
+    "adult-2k": (2_000, 102),
+    "adult-race": (45_222, 99),
+    "adult-race-5k": (5_000, 99),
+    "credit-card": (30_000, 85),
+    "credit-card-education": (30_000, 83),
+    "credit-card-age": (30_000, 86),
+    "german": (1_000, 60),
+    "german-sex": (1_000, 57),
+    "bank-marketing": (4_521, 50),
+    "communities-crime": (1_993, 98),
+}
+
+
+def test_registry_names() -> None:
+    assert BENCHMARK_DATASETS == tuple(REGISTRY_SHAPES)
+    with pytest.raises(ValueError, match="unknown dataset"):
+        load_dataset("compas")
+
+
+@pytest.mark.parametrize("name", BENCHMARK_DATASETS)
+def test_load_dataset(name: str) -> None:
+    bunch = load_dataset(name)
+    assert bunch.name == name
+    assert bunch.data.shape == REGISTRY_SHAPES[name]
+    assert bunch.data.dtype == np.float32
+    assert bunch.data.flags.c_contiguous
+    assert np.isfinite(bunch.data).all()
+    assert bunch.target.dtype == np.int64
+    assert set(np.unique(bunch.target)) == {0, 1}
+    assert len(set(bunch.sensitive_features)) == 2
+    assert len(bunch.feature_names) == bunch.data.shape[1]
+    group = bunch.sensitive_feature_name
+    assert not any(c == group or c.startswith(f"{group}_") for c in bunch.feature_names)
+    X, y, s = load_dataset(name, return_X_y_s=True)
+    np.testing.assert_array_equal(X, bunch.data)
+    np.testing.assert_array_equal(y, bunch.target)
+    np.testing.assert_array_equal(s, bunch.sensitive_features)
+
+
+@pytest.mark.parametrize(
+    ("name", "full", "counts"),
+    [
+        (
+            "adult-race-5k",
+            "adult-race",
+            {
+                ("White", 0): 3_173,
+                ("White", 1): 1_128,
+                ("non-White", 0): 588,
+                ("non-White", 1): 111,
+            },
+        ),
+        (
+            "adult-2k",
+            "adult",
+            {("Male", 0): 928, ("Male", 1): 422, ("Female", 0): 576, ("Female", 1): 74},
+        ),
+    ],
+)
+def test_subsample_is_stratified_and_deterministic(name: str, full: str, counts: dict) -> None:
+    X, y, s = load_dataset(name, return_X_y_s=True)
+    assert dict(pd.Series(list(zip(s, y))).value_counts()) == counts
+    X_again, y_again, s_again = load_dataset(name, return_X_y_s=True)
+    np.testing.assert_array_equal(X, X_again)
+    np.testing.assert_array_equal(y, y_again)
+    np.testing.assert_array_equal(s, s_again)
+    # the subsample is a set of rows of the full preprocessed matrix
+    X_full, y_full, s_full = load_dataset(full, return_X_y_s=True)
+    strata = np.array([f"{g}|{t}" for g, t in zip(s_full, y_full)])
+    rows = stratified_subsample(strata, len(y), SUBSAMPLE_SEED)
+    np.testing.assert_array_equal(X, X_full[rows])
+    np.testing.assert_array_equal(s, s_full[rows])
+
+
+def test_subsample_golden_rows() -> None:
+    # Pins the subsample: a change here changes the benchmark datasets.
+    X, y, s = load_dataset("adult-race", return_X_y_s=True)
+    strata = np.array([f"{g}|{t}" for g, t in zip(s, y)])
+    rows = stratified_subsample(strata, 5_000, SUBSAMPLE_SEED)
+    assert rows[:6].tolist() == [3, 10, 18, 21, 41, 48]
+    assert int(rows.sum()) == 112_666_579
+
+
+def test_stratified_subsample_properties() -> None:
+    strata = np.repeat(np.array(["a", "b", "c", "d"]), [500, 300, 150, 50])
+    for n in (1, 7, 100, 999, 1_000):
+        rows = stratified_subsample(strata, n, seed=3)
+        assert len(rows) == n
+        assert len(np.unique(rows)) == n
+        assert np.all(np.diff(rows) > 0)
+        taken = pd.Series(strata[rows]).value_counts()
+        for label, size in {"a": 500, "b": 300, "c": 150, "d": 50}.items():
+            assert abs(taken.get(label, 0) - size * n / 1_000) < 1.0, (n, label)
+    first = stratified_subsample(strata, 100, seed=0)
+    np.testing.assert_array_equal(first, stratified_subsample(strata, 100, seed=0))
+    assert not np.array_equal(first, stratified_subsample(strata, 100, seed=1))
+    # ties in the remainders go to the first stratum in sorted order
+    toy = stratified_subsample(np.array(["a", "a", "b", "b", "b", "c"]), 3, seed=0)
+    assert pd.Series(np.array(["a", "a", "b", "b", "b", "c"])[toy]).value_counts().to_dict() == {
+        "b": 2,
+        "a": 1,
+    }
+    for bad in (0, 1_001):
+        with pytest.raises(ValueError, match="n_samples"):
+            stratified_subsample(strata, bad, seed=0)
+    with pytest.raises(ValueError, match="seed"):
+        stratified_subsample(strata, 10, seed=-1)
+
+
+# --------------------------------------------------------------------------- #
+# Offline
+# --------------------------------------------------------------------------- #
+def test_loading_needs_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a dataset loader tried to open a network connection")
+
+    monkeypatch.setattr(socket, "socket", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    for name in ("german", "bank-marketing", "communities-crime", "adult-race-5k"):
+        assert len(load_dataset(name).target) > 0
+    for loader in LOADERS:
+        assert len(loader().target) > 0

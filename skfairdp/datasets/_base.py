@@ -8,6 +8,7 @@ installed package and never write anything to disk.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from importlib import resources
 
 import numpy as np
@@ -39,6 +40,7 @@ ADULT_CATEGORICAL = [
     "native-country",
 ]
 ADULT_SENSITIVE = "sex"
+ADULT_GROUPINGS = ("sex", "race")
 ADULT_TARGET = "income"
 ADULT_TARGET_NAMES = np.array(["<=50K", ">50K"], dtype=object)
 
@@ -52,6 +54,9 @@ CREDIT_NUMERIC = [
 CREDIT_CATEGORICAL = ["EDUCATION", "MARRIAGE", "PAY_0", "PAY_2", "PAY_3", "PAY_4", "PAY_5", "PAY_6"]
 CREDIT_SENSITIVE = "SEX"
 CREDIT_SEX_CODES = {1: "male", 2: "female"}
+CREDIT_GROUPINGS = {"sex": "SEX", "education": "EDUCATION", "age": "AGE"}
+# EDUCATION codes 1 (graduate school) and 2 (university).
+CREDIT_HIGHER_EDUCATION = (1, 2)
 CREDIT_TARGET = "default payment next month"
 CREDIT_TARGET_NAMES = np.array(["no default", "default"], dtype=object)
 # Codes that the UCI documentation does not define, merged into "others"
@@ -87,7 +92,10 @@ UCI Adult (Census Income) dataset
     - capital-loss: int
     - hours-per-week: int
     - native-country: categorical (41 levels; missing for 857 rows)
-:Sensitive attribute: sex ("Female", "Male"); not part of ``data``.
+:Sensitive attribute: sex ("Female", "Male") by default; not part of
+    ``data``.  With ``sensitive_feature="race"`` it is race, binarised as
+    "White" (41,762 rows) vs. "non-White" (7,080: Black, Asian-Pac-Islander,
+    Amer-Indian-Eskimo, Other), and sex becomes a feature instead.
 :Target: income > 50K (1) vs. <= 50K (0).  Positive rate 23.9 % overall,
     24.8 % on the 45,222 complete rows.
 :Missing values: the ``?`` marker of the raw files is NaN.
@@ -106,7 +114,10 @@ With ``preprocess=True`` the rows with missing values are dropped
 (45,222 rows remain: 30,527 Male, 14,695 Female), the six numeric features
 are z-scored and the seven categorical features one-hot encoded, giving the
 102-column design matrix used by the differentially-private fair-learning
-papers this package reproduces.
+papers this package reproduces.  With ``sensitive_feature="race"`` the
+complete rows split into 38,903 White and 6,319 non-White (positive rates
+26.2 % and 15.8 %) and the design matrix has 99 columns (the five ``race_*``
+indicators are replaced by ``sex_Female`` and ``sex_Male``).
 
 .. topic:: References
 
@@ -144,9 +155,14 @@ UCI Default of Credit Card Clients dataset
       2005 (NT dollars)
     - PAY_AMT1, ..., PAY_AMT6: int, amount paid September, ..., April 2005
       (NT dollars)
-:Sensitive attribute: SEX, UCI coding 1 = male, 2 = female, returned as the
-    strings "male" (11,888) and "female" (18,112; share 0.604); not part of
-    ``data``.
+:Sensitive attribute: SEX by default, UCI coding 1 = male, 2 = female,
+    returned as the strings "male" (11,888) and "female" (18,112; share
+    0.604); not part of ``data``.  ``sensitive_feature="education"`` groups
+    EDUCATION into "higher education" (codes 1 and 2, graduate school or
+    university: 24,615) vs. "other" (high school, others and the
+    undocumented codes: 5,385); ``sensitive_feature="age"`` groups AGE into
+    ">25" (26,129) vs. "<=25" (3,871).  The grouped column then leaves the
+    features and SEX becomes a feature (strings "female" / "male").
 :Target: default payment next month, 1 = yes (22.12 %), 0 = no.
 :Missing values: none.
 :Creator: I-Cheng Yeh.
@@ -209,6 +225,13 @@ def _as_str_series(series: pd.Series, name: str) -> pd.Series:
     return series.astype(str).rename(name)
 
 
+def _check_sensitive_feature(value: object, allowed: Collection[str]) -> str:
+    """Return ``value`` if it is one of ``allowed``, else raise a ``ValueError``."""
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"sensitive_feature must be one of {list(allowed)}; got {value!r}")
+    return value
+
+
 def _standardize_and_encode(
     features: pd.DataFrame, numeric: list[str], categorical: list[str]
 ) -> pd.DataFrame:
@@ -237,12 +260,14 @@ def _standardize_and_encode(
     std[std == 0.0] = 1.0
     scaled = pd.DataFrame((values - mean) / std, columns=numeric, index=features.index)
 
-    cats = features[categorical].copy()
-    for column in categorical:
-        cats[column] = _as_sorted_category(cats[column].astype(object))
-    dummies = pd.get_dummies(cats, prefix_sep="_", dtype=np.float32)
+    blocks = [scaled.astype(np.float32)]
+    if categorical:
+        cats = features[categorical].copy()
+        for column in categorical:
+            cats[column] = _as_sorted_category(cats[column].astype(object))
+        blocks.append(pd.get_dummies(cats, prefix_sep="_", dtype=np.float32))
 
-    design = pd.concat([scaled.astype(np.float32), dummies], axis=1)
+    design = pd.concat(blocks, axis=1)
     design.columns = [str(column) for column in design.columns]
     return design
 
@@ -286,14 +311,18 @@ def _make_bunch(
 # --------------------------------------------------------------------------- #
 # Public loaders
 # --------------------------------------------------------------------------- #
-def load_adult(*, preprocess: bool = False, as_frame: bool = True) -> Bunch:
+def load_adult(
+    *, preprocess: bool = False, as_frame: bool = True, sensitive_feature: str = "sex"
+) -> Bunch:
     """Load the UCI Adult (Census Income) dataset bundled with the package.
 
     The bundled table combines the raw UCI ``adult.data`` and ``adult.test``
     files (48,842 rows, train rows first).  The sensitive attribute is
-    ``sex``; it is returned separately and is *not* one of the features
-    (``race`` remains a feature).  The target is 1 for income ``>50K`` and 0
-    for ``<=50K``.
+    ``sex`` by default; it is returned separately and is *not* one of the
+    features (``race`` remains a feature).  With
+    ``sensitive_feature="race"`` the groups are "White" and "non-White"
+    instead, ``race`` leaves the features and ``sex`` joins them.  The target
+    is 1 for income ``>50K`` and 0 for ``<=50K``.
 
     Parameters
     ----------
@@ -308,11 +337,16 @@ def load_adult(*, preprocess: bool = False, as_frame: bool = True) -> Bunch:
         and ``workclass``, ``education``, ``marital-status``, ``occupation``,
         ``relationship``, ``race`` and ``native-country`` are one-hot encoded
         (columns such as ``"workclass_Private"``), giving 102 ``float32``
-        columns.  The index is reset to a ``RangeIndex``.
+        columns (99 with ``sensitive_feature="race"``, where ``sex`` takes
+        the place of ``race``).  The index is reset to a ``RangeIndex``.
     as_frame : bool, default=True
         If True, ``data``, ``target`` and ``sensitive_features`` are pandas
         objects and ``frame`` is filled in.  If False, they are NumPy arrays
         and ``frame`` is None.
+    sensitive_feature : {"sex", "race"}, default="sex"
+        The group attribute.  ``"sex"``: "Female" / "Male".  ``"race"``:
+        "White" vs. "non-White" (the four other race levels merged), the
+        binary grouping of the fair-classification literature.
 
     Returns
     -------
@@ -321,20 +355,23 @@ def load_adult(*, preprocess: bool = False, as_frame: bool = True) -> Bunch:
 
         data : pandas.DataFrame of shape (n_samples, n_features)
             Features without the sensitive column and the target
-            (48,842 x 13 raw, 45,222 x 102 preprocessed).
+            (48,842 x 13 raw, 45,222 x 102 preprocessed; 45,222 x 99 with
+            ``sensitive_feature="race"``).
         target : pandas.Series of shape (n_samples,)
             ``int64`` labels, 1 = income ``>50K``.
         sensitive_features : pandas.Series of shape (n_samples,)
-            ``sex`` as the strings ``"Female"`` / ``"Male"`` (pandas'
-            default string dtype, not categorical), aligned with ``data``.
+            ``sex`` as the strings ``"Female"`` / ``"Male"``, or ``race`` as
+            ``"White"`` / ``"non-White"`` (pandas' default string dtype, not
+            categorical), aligned with ``data``.
         frame : pandas.DataFrame or None
-            ``data`` together with the ``sex`` and ``income`` (0/1) columns.
+            ``data`` together with the sensitive and ``income`` (0/1)
+            columns.
         feature_names : list of str
             Column names of ``data``.
         target_names : numpy.ndarray of str
             Class names ``["<=50K", ">50K"]``, indexed by ``target``.
         sensitive_feature_name : str
-            ``"sex"``.
+            ``"sex"`` or ``"race"``.
         DESCR : str
             Full description and citation of the dataset.
 
@@ -363,7 +400,10 @@ def load_adult(*, preprocess: bool = False, as_frame: bool = True) -> Bunch:
     (45222, 102)
     >>> adult.sensitive_features.value_counts().to_dict()
     {'Male': 30527, 'Female': 14695}
+    >>> load_adult(preprocess=True, sensitive_feature="race").data.shape
+    (45222, 99)
     """
+    group = _check_sensitive_feature(sensitive_feature, ADULT_GROUPINGS)
     columns = [*ADULT_NUMERIC, *ADULT_CATEGORICAL, ADULT_SENSITIVE, ADULT_TARGET]
     raw = _read_bundled_csv(
         "adult.csv.gz",
@@ -374,9 +414,12 @@ def load_adult(*, preprocess: bool = False, as_frame: bool = True) -> Bunch:
             **{column: object for column in (*ADULT_CATEGORICAL, ADULT_SENSITIVE, ADULT_TARGET)},
         },
     )
-    feature_order = [c for c in raw.columns if c in ADULT_NUMERIC or c in ADULT_CATEGORICAL]
     if set(raw.columns) != set(columns):  # pragma: no cover - guards the data file
         raise RuntimeError(f"unexpected columns in adult.csv.gz: {list(raw.columns)}")
+    # In file order, so that the default grouping gives ADULT_CATEGORICAL's order.
+    categorical = [c for c in raw.columns if c in (*ADULT_CATEGORICAL, ADULT_SENSITIVE)]
+    categorical.remove(group)
+    feature_order = [c for c in raw.columns if c in ADULT_NUMERIC or c in categorical]
 
     target_labels = raw[ADULT_TARGET].map({"<=50K": 0, ">50K": 1})
     if target_labels.isna().any():  # pragma: no cover - guards the data file
@@ -385,14 +428,17 @@ def load_adult(*, preprocess: bool = False, as_frame: bool = True) -> Bunch:
 
     if preprocess:
         raw = raw.dropna(axis=0, how="any").reset_index(drop=True)
-        data = _standardize_and_encode(raw, ADULT_NUMERIC, ADULT_CATEGORICAL)
+        data = _standardize_and_encode(raw, ADULT_NUMERIC, categorical)
     else:
         data = raw[feature_order].copy()
-        for column in ADULT_CATEGORICAL:
+        for column in categorical:
             data[column] = _as_sorted_category(data[column])
 
     target = raw[ADULT_TARGET].rename(ADULT_TARGET)
-    sensitive = _as_str_series(raw[ADULT_SENSITIVE], ADULT_SENSITIVE)
+    groups = raw[group]
+    if group == "race":
+        groups = groups.where(groups == "White", "non-White")
+    sensitive = _as_str_series(groups, group)
     frame = pd.concat([data, sensitive, target], axis=1) if as_frame else None
     return _make_bunch(
         data=data,
@@ -405,14 +451,17 @@ def load_adult(*, preprocess: bool = False, as_frame: bool = True) -> Bunch:
     )
 
 
-def load_credit_card(*, preprocess: bool = False, as_frame: bool = True) -> Bunch:
+def load_credit_card(
+    *, preprocess: bool = False, as_frame: bool = True, sensitive_feature: str = "sex"
+) -> Bunch:
     """Load the UCI Default of Credit Card Clients dataset bundled with the package.
 
     30,000 clients of a Taiwanese bank (Yeh and Lien, 2009).  The sensitive
-    attribute is ``SEX`` (UCI coding 1 = male, 2 = female), returned
-    separately as the strings ``"male"`` / ``"female"`` and *not* one of the
-    features.  The target is ``default payment next month`` (1 = default).
-    The client ``ID`` is never a feature.
+    attribute is ``SEX`` by default (UCI coding 1 = male, 2 = female),
+    returned separately as the strings ``"male"`` / ``"female"`` and *not*
+    one of the features; ``EDUCATION`` or ``AGE``, binarised, can be the
+    group instead.  The target is ``default payment next month``
+    (1 = default).  The client ``ID`` is never a feature.
 
     Parameters
     ----------
@@ -433,6 +482,16 @@ def load_credit_card(*, preprocess: bool = False, as_frame: bool = True) -> Bunc
         If True, ``data``, ``target`` and ``sensitive_features`` are pandas
         objects and ``frame`` is filled in.  If False, they are NumPy arrays
         and ``frame`` is None.
+    sensitive_feature : {"sex", "education", "age"}, default="sex"
+        The group attribute.  ``"sex"``: ``SEX`` as "female" / "male".
+        ``"education"``: ``EDUCATION`` as "higher education" (codes 1 and 2,
+        graduate school or university) vs. "other" (high school, others and
+        the undocumented codes 0, 5, 6).  ``"age"``: ``AGE`` as ">25" vs.
+        "<=25", the age threshold of Kamiran and Calders [3]_.  The grouped
+        column leaves the features; for ``"education"`` and ``"age"``,
+        ``SEX`` becomes a categorical feature with the levels "female" /
+        "male" (``SEX_female`` and ``SEX_male`` once one-hot encoded), so the
+        design matrix has 83 (education) or 86 (age) columns.
 
     Returns
     -------
@@ -445,17 +504,18 @@ def load_credit_card(*, preprocess: bool = False, as_frame: bool = True) -> Bunc
         target : pandas.Series of shape (n_samples,)
             ``int64`` labels, 1 = default payment next month.
         sensitive_features : pandas.Series of shape (n_samples,)
-            ``SEX`` as the strings ``"female"`` / ``"male"`` (pandas'
-            default string dtype, not categorical), aligned with ``data``.
+            The groups as strings (pandas' default string dtype, not
+            categorical), aligned with ``data``: ``"female"`` / ``"male"``
+            by default.
         frame : pandas.DataFrame or None
-            ``ID`` followed by ``data`` and the ``SEX`` (strings) and target
-            columns.
+            ``ID`` followed by ``data`` and the sensitive (strings) and
+            target columns.
         feature_names : list of str
             Column names of ``data``.
         target_names : numpy.ndarray of str
             Class names ``["no default", "default"]``, indexed by ``target``.
         sensitive_feature_name : str
-            ``"SEX"``.
+            ``"SEX"``, ``"EDUCATION"`` or ``"AGE"``.
         DESCR : str
             Full description and citation of the dataset.
 
@@ -482,6 +542,9 @@ def load_credit_card(*, preprocess: bool = False, as_frame: bool = True) -> Bunc
        techniques for the predictive accuracy of probability of default of
        credit card clients. Expert Systems with Applications, 36(2),
        2473-2480. https://doi.org/10.1016/j.eswa.2007.12.020
+    .. [3] Kamiran, F. and Calders, T. (2009). Classifying without
+       discriminating. In 2nd International Conference on Computer, Control
+       and Communication (IC4). https://doi.org/10.1109/IC4.2009.4909197
 
     Examples
     --------
@@ -491,27 +554,46 @@ def load_credit_card(*, preprocess: bool = False, as_frame: bool = True) -> Bunc
     (30000, 85)
     >>> round(float((credit.sensitive_features == "female").mean()), 3)
     0.604
+    >>> credit_edu = load_credit_card(sensitive_feature="education")
+    >>> credit_edu.sensitive_features.value_counts().to_dict()
+    {'higher education': 24615, 'other': 5385}
     """
+    group = CREDIT_GROUPINGS[_check_sensitive_feature(sensitive_feature, CREDIT_GROUPINGS)]
     raw = _read_bundled_csv("credit_card.csv.gz", dtype="int64")
     expected = {CREDIT_ID, CREDIT_SENSITIVE, CREDIT_TARGET, *CREDIT_NUMERIC, *CREDIT_CATEGORICAL}
     if set(raw.columns) != expected:  # pragma: no cover - guards the data file
         raise RuntimeError(f"unexpected columns in credit_card.csv.gz: {list(raw.columns)}")
-    feature_order = [c for c in raw.columns if c in CREDIT_NUMERIC or c in CREDIT_CATEGORICAL]
 
     sex = raw[CREDIT_SENSITIVE].map(CREDIT_SEX_CODES)
     if sex.isna().any():  # pragma: no cover - guards the data file
         raise RuntimeError("unexpected SEX codes in credit_card.csv.gz")
-    sensitive = _as_str_series(sex, CREDIT_SENSITIVE)
+    if group == "EDUCATION":
+        higher = raw[group].isin(CREDIT_HIGHER_EDUCATION)
+        groups = higher.map({True: "higher education", False: "other"})
+    elif group == "AGE":
+        groups = (raw[group] > 25).map({True: ">25", False: "<=25"})
+    else:
+        groups = sex
+    sensitive = _as_str_series(groups, group)
     target = raw[CREDIT_TARGET].rename(CREDIT_TARGET)
 
+    # SEX is a feature unless it is the group; file order keeps the default layout.
+    features = raw.assign(**{CREDIT_SENSITIVE: sex.astype(object)})
+    numeric = [c for c in CREDIT_NUMERIC if c != group]
+    categorical = [
+        c for c in raw.columns if c in (*CREDIT_CATEGORICAL, CREDIT_SENSITIVE) and c != group
+    ]
+    feature_order = [c for c in raw.columns if c in numeric or c in categorical]
+    features = features[feature_order].copy()
+
     if preprocess:
-        features = raw[feature_order].copy()
         for column, mapping in CREDIT_UNDOCUMENTED_CODES.items():
-            features[column] = features[column].replace(mapping)
-        data = _standardize_and_encode(features, CREDIT_NUMERIC, CREDIT_CATEGORICAL)
+            if column in features:
+                features[column] = features[column].replace(mapping)
+        data = _standardize_and_encode(features, numeric, categorical)
     else:
-        data = raw[feature_order].copy()
-        for column in CREDIT_CATEGORICAL:
+        data = features
+        for column in categorical:
             data[column] = _as_sorted_category(data[column])
 
     frame = pd.concat([raw[[CREDIT_ID]], data, sensitive, target], axis=1) if as_frame else None
