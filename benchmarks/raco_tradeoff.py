@@ -19,6 +19,20 @@ Experiments (logistic regression; RaCO with every parameter at its default excep
     Time per private step of RaCO-DP vs plain DP-SGD (same model, same engine,
     batch 512, Adult), median of repeats.
 
+Issue 12 (hard predictions, small data, defaults by n): ``issue12`` runs
+RaCO-DP at its defaults (hard-rate dual, ``solution="average"``, ``"auto"``
+schedule and dual steps), its ``solution="mixture"``, and fairlearn's
+non-private ``ExponentiatedGradient(LogisticRegression(max_iter=1000))`` on the
+bundled datasets (``skfairdp.datasets.load_dataset``), demographic parity and
+equalized odds, gamma in {0.05, 0.1}, epsilon in {1, inf}; 75/25 splits
+stratified by group; train and test hard violations, the majority-class error.
+``adult-eo`` adds Adult equalized odds at epsilon = 1 for gamma in {0.01, 0.02,
+0.03}. Results in ``results/raco_issue12.csv``; ``report12`` writes
+``raco_issue12.md`` with the target checks::
+
+    python benchmarks/raco_tradeoff.py issue12 raco mixture expgrad adult-eo --seeds 0 1 2
+    python benchmarks/raco_tradeoff.py report12
+
 Protocol as ``tradeoff.py``: 75/25 ``train_test_split(random_state=seed)``,
 ``random_state=seed`` for the estimator, hard predictions on the test split.
 Every fit is appended to ``results/raco_tradeoff.csv`` as it finishes
@@ -615,6 +629,281 @@ def _plot(agg, points):
     fig.savefig(OUT / "raco_tradeoff.png", dpi=110)
 
 
+# --------------------------------------------------------------------------- issue 12
+CSV12 = OUT / "raco_issue12.csv"
+DATASETS12 = (
+    "adult", "credit-card", "bank-marketing", "adult-2k", "communities-crime", "german",
+)  # fmt: skip
+NOTIONS12 = ("demographic_parity", "equalized_odds")
+GAMMAS12 = (0.05, 0.1)
+ADULT_EO_GAMMAS = (0.01, 0.02, 0.03)
+FIELDS12 = [
+    "part", "method", "dataset", "n_rows", "constraint", "gamma", "eps", "seed",
+    "train_error", "train_violation", "test_error", "test_violation", "test_dp", "test_eo",
+    "majority_error", "eps_spent", "batch_size", "n_steps", "fit_seconds", "skfairdp_commit",
+]  # fmt: skip
+
+
+def _load12(name):
+    from skfairdp.datasets import load_dataset as load_bundled
+
+    X, y, s = load_bundled(name, return_X_y_s=True)
+    return np.ascontiguousarray(X, dtype=np.float32), np.asarray(y), np.asarray(s)
+
+
+def _violations(y, pred, s):
+    from skfairdp.metrics import demographic_parity_violation, equalized_odds_violation
+
+    return (
+        float(demographic_parity_violation(y, pred, sensitive_features=s)),
+        float(equalized_odds_violation(y, pred, sensitive_features=s)),
+    )
+
+
+def fit12(data, *, part, method, dataset, constraint, gamma, eps, seed, commit):
+    """One fit of the issue-12 protocol; its CSV row."""
+    from sklearn.model_selection import train_test_split
+
+    X, y, s = data
+    Xtr, Xte, ytr, yte, s_tr, s_te = train_test_split(
+        X, y, s, test_size=0.25, random_state=seed, stratify=s
+    )
+    start = time.perf_counter()
+    if method == "ExpGrad":
+        from fairlearn.reductions import DemographicParity, EqualizedOdds, ExponentiatedGradient
+        from sklearn.linear_model import LogisticRegression
+
+        moment = {"demographic_parity": DemographicParity, "equalized_odds": EqualizedOdds}
+        clf = ExponentiatedGradient(
+            LogisticRegression(max_iter=1000),
+            moment[constraint](difference_bound=gamma),
+        )
+        clf.fit(Xtr, ytr, sensitive_features=s_tr)
+        predict = lambda X_: clf.predict(X_, random_state=seed)  # noqa: E731
+        spent, batch, steps = math.inf, 0, 0
+    else:
+        from skfairdp.raco import RaCODPClassifier
+
+        solution = "mixture" if method == "RaCO-DP mixture" else "average"
+        clf = RaCODPClassifier(
+            constraints=constraint, tolerance=gamma, epsilon=eps, delta=DELTA,
+            random_state=seed, solution=solution,
+        ).fit(Xtr, ytr, sensitive_features=s_tr)  # fmt: skip
+        predict = clf.predict
+        spent, batch, steps = clf.privacy_spent_.epsilon, clf.batch_size_, clf.n_steps_
+    seconds = time.perf_counter() - start
+    pred_tr, pred_te = predict(Xtr), predict(Xte)
+    which = 0 if constraint == "demographic_parity" else 1
+    train_v, test_v = _violations(ytr, pred_tr, s_tr), _violations(yte, pred_te, s_te)
+    values, counts = np.unique(ytr, return_counts=True)
+    majority = values[np.argmax(counts)]
+    return {
+        "part": part, "method": method, "dataset": dataset, "n_rows": len(y),
+        "constraint": constraint, "gamma": gamma, "eps": eps, "seed": seed,
+        "train_error": float(np.mean(pred_tr != ytr)), "train_violation": train_v[which],
+        "test_error": float(np.mean(pred_te != yte)), "test_violation": test_v[which],
+        "test_dp": test_v[0], "test_eo": test_v[1],
+        "majority_error": float(np.mean(yte != majority)), "eps_spent": float(spent),
+        "batch_size": int(batch), "n_steps": int(steps), "fit_seconds": round(seconds, 2),
+        "skfairdp_commit": commit,
+    }  # fmt: skip
+
+
+def jobs12(part, seeds):
+    methods = {"raco": "RaCO-DP", "mixture": "RaCO-DP mixture", "expgrad": "ExpGrad"}
+    out = []
+    if part == "adult-eo":
+        for gamma in ADULT_EO_GAMMAS:
+            for seed in seeds:
+                out.append((part, "RaCO-DP", "adult", "equalized_odds", gamma, 1.0, seed))
+        return out
+    if part not in methods:
+        raise SystemExit(f"unknown issue12 part {part!r}")
+    epss = (math.inf,) if part == "expgrad" else (1.0, math.inf)
+    for dataset in DATASETS12:
+        for constraint in NOTIONS12:
+            for gamma in GAMMAS12:
+                for eps in epss:
+                    for seed in seeds:
+                        out.append((part, methods[part], dataset, constraint, gamma, eps, seed))
+    return out
+
+
+def run12(args):
+    _setup_runtime()
+    OUT.mkdir(parents=True, exist_ok=True)
+    done = set()
+    if CSV12.exists() and args.resume:
+        done = {
+            (r["method"], r["dataset"], r["constraint"], float(r["gamma"]), float(r["eps"]),
+             int(r["seed"]))
+            for r in pd.read_csv(CSV12).to_dict("records")
+        }  # fmt: skip
+    commit = library_commit()
+    data = {}
+    new_file = not CSV12.exists() or not args.resume
+    jobs = [j for part in args.parts for j in jobs12(part, args.seeds)]
+    with open(CSV12, "w" if new_file else "a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=FIELDS12)
+        if new_file:
+            writer.writeheader()
+        for i, (part, method, dataset, constraint, gamma, eps, seed) in enumerate(jobs):
+            if (method, dataset, constraint, float(gamma), float(eps), seed) in done:
+                continue
+            if dataset not in data:
+                data[dataset] = _load12(dataset)
+            row = fit12(
+                data[dataset], part=part, method=method, dataset=dataset,
+                constraint=constraint, gamma=gamma, eps=eps, seed=seed, commit=commit,
+            )  # fmt: skip
+            writer.writerow(row)
+            fh.flush()
+            print(
+                f"[{i + 1}/{len(jobs)}] {method} {dataset} {constraint} γ={gamma} ε={eps} "
+                f"seed={seed}: train {row['train_error']:.4f}/{row['train_violation']:.4f} "
+                f"test {row['test_error']:.4f}/{row['test_violation']:.4f} "
+                f"({row['fit_seconds']:.1f}s)",
+                flush=True,
+            )
+
+
+def _notion(constraint):
+    return {"demographic_parity": "DP", "equalized_odds": "EO"}.get(constraint, constraint)
+
+
+def _pm(mean, sd):
+    return f"{mean:.4f} ± {0.0 if np.isnan(sd) else sd:.4f}"
+
+
+def report12(args):
+    df = pd.read_csv(CSV12)
+    keys = ["method", "dataset", "constraint", "gamma", "eps"]
+    agg = (
+        df.groupby(keys, sort=False)
+        .agg(
+            n=("seed", "count"), rows=("n_rows", "first"),
+            tr_err=("train_error", "mean"), tr_v=("train_violation", "mean"),
+            tr_v_max=("train_violation", "max"),
+            err=("test_error", "mean"), err_sd=("test_error", "std"),
+            v=("test_violation", "mean"), v_sd=("test_violation", "std"),
+            maj=("majority_error", "mean"), spent=("eps_spent", "max"),
+            batch=("batch_size", "mean"), steps=("n_steps", "mean"),
+            secs=("fit_seconds", "mean"),
+        )
+        .reset_index()
+    )  # fmt: skip
+    seeds = sorted(df.seed.unique())
+    lines = [
+        "# RaCO-DP on hard predictions, small data and defaults by n (issue 12)",
+        "",
+        "Reproduce (from the repository root):",
+        "",
+        "```",
+        "python benchmarks/raco_tradeoff.py issue12 raco mixture expgrad adult-eo "
+        f"--seeds {' '.join(map(str, seeds))}",
+        "python benchmarks/raco_tradeoff.py report12",
+        "```",
+        "",
+        "- Data: every fit in `raco_issue12.csv`; datasets from `skfairdp.datasets."
+        "load_dataset` (bundled, preprocessed; `adult-2k` is a deterministic 2,000-row "
+        "stratified subsample of Adult).",
+        "- Protocol: `train_test_split(test_size=0.25, random_state=seed, stratify=group)`; "
+        "`RaCODPClassifier(constraints=..., tolerance=γ, epsilon=ε, delta=1e-5, "
+        "random_state=seed)` with every other parameter at its default (hard-rate dual, "
+        "`solution='average'`, `batch_size`, `max_epochs` and `lr_dual` `'auto'`); "
+        "*RaCO-DP mixture* is the same with `solution='mixture'` (its `predict` draws, "
+        "seeded). ExpGrad: fairlearn `ExponentiatedGradient(LogisticRegression(max_iter="
+        "1000), DemographicParity/EqualizedOdds(difference_bound=γ))`, non-private, its "
+        "`predict` draws with `random_state=seed`.",
+        "- Every number is on **hard predictions** (`predict`); violation = the constraint's "
+        "own notion (DP: largest difference of positive rates; EO: largest difference of "
+        "TPR or FPR); mean ± sd over seeds "
+        f"{', '.join(map(str, seeds))}; *train viol (max)* is the largest over seeds.",
+        f"- Code: skfairdp at {', '.join(sorted(set(map(str, df['skfairdp_commit'].dropna()))))}"
+        " (`+modified`: other files of the working tree differed). Shared 2-core machine, "
+        "1 torch thread.",
+        "",
+    ]
+    checks = []
+    raco = agg[agg.method == "RaCO-DP"]
+    main = raco[raco.gamma.isin(GAMMAS12)]
+    inf = main[np.isinf(main.eps)]
+    bad = inf[inf.tr_v > inf.gamma + 0.01]
+    checks.append((
+        bad.empty,
+        "ε = ∞: mean hard TRAINING violation ≤ γ + 0.01 on every dataset, notion and γ "
+        f"({len(inf) - len(bad)}/{len(inf)} cells"
+        + ("" if bad.empty else "; over: " + ", ".join(
+            f"{r.dataset} {_notion(r.constraint)} γ={r.gamma:g}: {r.tr_v:.4f}"
+            for _, r in bad.iterrows()))
+        + ")",
+    ))  # fmt: skip
+    big = main[(main.eps == 1.0) & (main.rows >= 3000)]
+    bad = big[big.v > big.gamma + 0.03]
+    checks.append((
+        bad.empty,
+        "ε = 1, datasets ≥ 3,000 rows: mean hard TEST violation ≤ γ + 0.03 for γ ∈ {0.05, 0.1}, "
+        f"DP and EO ({len(big) - len(bad)}/{len(big)} cells"
+        + ("" if bad.empty else "; over: " + ", ".join(
+            f"{r.dataset} {_notion(r.constraint)} γ={r.gamma:g}: {r.v:.4f}"
+            for _, r in bad.iterrows()))
+        + ")",
+    ))  # fmt: skip
+    eo = raco[(raco.dataset == "adult") & (raco.constraint == "equalized_odds") & (raco.eps == 1.0)]
+    ok = eo[eo.v <= 0.035]
+    best = ok.loc[ok.err.idxmin()] if not ok.empty else None
+    checks.append((
+        best is not None and best.err <= 0.160,
+        "Adult EO, ε = 1: test error ≤ 0.160 at test EO ≤ 0.035 ("
+        + (f"γ={best.gamma:g}: error {best.err:.4f}, EO {best.v:.4f}" if best is not None
+           else "no γ reaches EO ≤ 0.035")
+        + "; all γ: " + ", ".join(f"γ={r.gamma:g}: {r.err:.4f}/{r.v:.4f}"
+                                  for _, r in eo.sort_values("gamma").iterrows())
+        + ")",
+    ))  # fmt: skip
+    default = raco[
+        (raco.constraint == "demographic_parity") & (raco.gamma == 0.05) & (raco.eps == 1.0)
+        & (raco.rows >= 1000)
+    ]  # fmt: skip
+    bad = default[default.err > default.maj]
+    checks.append((
+        bad.empty,
+        "defaults (demographic parity, tolerance 0.05), ε = 1, datasets ≥ 1,000 rows: test "
+        "error ≤ majority-class error ("
+        + ", ".join(f"{r.dataset}: {r.err:.4f} vs {r.maj:.4f}" for _, r in default.iterrows())
+        + ")",
+    ))  # fmt: skip
+    over = df[df.method.str.startswith("RaCO") & np.isfinite(df.eps) & (df.eps_spent > df.eps)]
+    checks.append((over.empty, f"every private fit spends ε ≤ target ({len(over)} over)"))
+    lines += ["## Targets", ""]
+    lines += [f"- {'PASS' if ok_ else 'FAIL'}: {text}" for ok_, text in checks]
+    lines.append("")
+    for dataset in DATASETS12:
+        sub = agg[agg.dataset == dataset]
+        if sub.empty:
+            continue
+        lines += [
+            f"## {dataset} ({int(sub.rows.iloc[0]):,} rows; majority-class test error "
+            f"{sub.maj.iloc[0]:.4f})",
+            "",
+            "| notion | γ | ε | method | train error | train viol (mean / max) | test error "
+            "| test viol | batch | steps | fit s |",
+            "|---|---:|---:|---|---:|---|---|---|---:|---:|---:|",
+        ]
+        order = {"RaCO-DP": 0, "RaCO-DP mixture": 1, "ExpGrad": 2}
+        sub = sub.assign(o=sub.method.map(order)).sort_values(["constraint", "gamma", "eps", "o"])
+        for _, r in sub.iterrows():
+            lines.append(
+                f"| {_notion(r.constraint)} | {r.gamma:g} | "
+                f"{_fmt_eps(r.eps)} | {r.method} | {r.tr_err:.4f} | {r.tr_v:.4f} / "
+                f"{r.tr_v_max:.4f} | {_pm(r.err, r.err_sd)} | {_pm(r.v, r.v_sd)} | "
+                f"{r.batch:.0f} | {r.steps:.0f} | {r.secs:.1f} |"
+            )
+        lines.append("")
+    (OUT / "raco_issue12.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines[: lines.index("## Targets") + len(checks) + 2]))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -627,8 +916,15 @@ def main(argv=None):
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--repeats", type=int, default=5)
     sub.add_parser("report")
+    p = sub.add_parser("issue12")
+    p.add_argument("parts", nargs="+", help="raco, mixture, expgrad, adult-eo")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--resume", action="store_true")
+    sub.add_parser("report12")
     args = parser.parse_args(argv)
-    {"run": run, "speed": speed, "report": report}[args.cmd](args)
+    commands = {"run": run, "speed": speed, "report": report}
+    commands.update({"issue12": run12, "report12": report12})
+    commands[args.cmd](args)
 
 
 if __name__ == "__main__":

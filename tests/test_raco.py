@@ -28,6 +28,7 @@ from skfairdp.fairness.rates import (
     compile_rate_constraints,
 )
 from skfairdp.fermi import DPFermiClassifier
+from skfairdp.iterates import load_flat_parameters
 from skfairdp.metrics import demographic_parity_violation
 from skfairdp.privacy import RandomSource, epsilon_spent
 from skfairdp.privacy.joint import joint_epsilon, joint_sampled_event
@@ -37,6 +38,7 @@ ADD_REMOVE = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 
 
 def _problem(program, *, lam=None, noise=None, scale=math.inf, batch=None, lr_dual=0.5, **kw):
+    extra = {k: kw.pop(k) for k in ("dual_rates", "denominators") if k in kw}
     problem = RacoProblem(
         membership=torch.as_tensor(program.membership),
         coefficients=torch.as_tensor(program.coefficients),
@@ -48,9 +50,10 @@ def _problem(program, *, lam=None, noise=None, scale=math.inf, batch=None, lr_du
         histogram_scale=scale,
         expected_batch_size=batch,
         random=RandomSource(0),
+        **extra,
     )
     if lam is not None:
-        problem.state = {"lambda": torch.as_tensor(lam, dtype=torch.float32)}
+        problem.state = dict(problem.state, **{"lambda": torch.as_tensor(lam, dtype=torch.float32)})
     return problem
 
 
@@ -71,7 +74,7 @@ def test_per_sample_decomposition_is_exact(strategy):
     yt = torch.as_tensor(y)
     module = torch.nn.Sequential(torch.nn.Linear(d, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3))
     lam = torch.rand(program.n_constraints) * 3
-    problem = _problem(program, lam=lam.clone())
+    problem = _problem(program, lam=lam.clone(), dual_rates="soft")
     with torch.no_grad():
         batch, statistics = problem.release_batch_statistics(module(X), yt, parts)
     problem.apply_statistics(statistics)  # the step's apply half
@@ -272,8 +275,8 @@ def test_non_private_unconstrained_equals_plain_sgd(small_data):
     """lambda stays 0 and no noise: the same trajectory as DP-FERMI with lambda = 0 (plain SGD)."""
     X, y, s = small_data
     kw = dict(epsilon=np.inf, lr=0.3, batch_size=16, max_epochs=3, random_state=4)
-    ours = RaCODPClassifier(tolerance=2.0, **kw).fit(X, y, sensitive_features=s)
-    plain = DPFermiClassifier(fairness_weight=0, **kw).fit(X, y)
+    ours = RaCODPClassifier(tolerance=2.0, solution="last", **kw).fit(X, y, sensitive_features=s)
+    plain = DPFermiClassifier(fairness_weight=0, iterate="last", **kw).fit(X, y)
     for a, b in zip(ours.module_.parameters(), plain.module_.parameters()):
         torch.testing.assert_close(a, b)
 
@@ -567,3 +570,243 @@ def test_joint_groups_and_custom_cells(small_data):
     est2 = RaCODPClassifier(constraints=one, epsilon=np.inf, max_epochs=2, batch_size=20)
     est2.fit(X, y, sensitive_features=sf)
     assert est2.rate_program_.n_parts == 2
+
+
+# --------------------------------------------------------------------------- issue 12
+def clone_module(est):
+    import copy
+
+    return copy.deepcopy(est.module_)
+
+
+def test_hard_rates_move_the_dual_when_the_soft_constraint_holds():
+    """Proxy-Lagrangian: the dual sees hard rates; scores bunched at the threshold fool soft ones.
+
+    Group a scores +0.1, group b -0.1 (logit of class 1 minus class 0): soft rates of
+    class 1 are 0.525 and 0.475 (gap 0.05 <= gamma = 0.1), hard rates 1 and 0 (gap 1).
+    """
+    program = compile_rate_constraints(DemographicParity(0.1), ["a", "b"], [0, 1])
+    n = 40
+    part = torch.as_tensor(program.parts(np.repeat([0, 1], n // 2), np.zeros(n, dtype=int)))
+    margin = torch.where(part == 0, 0.1, -0.1)
+    outputs = torch.stack([torch.zeros(n), margin], dim=1)
+    y = torch.zeros(n, dtype=torch.int64)
+    for rates, moves in (("soft", False), ("hard", True)):
+        problem = _problem(program, dual_rates=rates, temperature=1.0, lr_dual=1.0)
+        _, statistics = problem.release_batch_statistics(outputs, y, part)
+        problem.apply_statistics(statistics)
+        assert bool((problem.lam > 0).any()) is moves
+    # the hard values are the exact hard rates: Gamma = P_1(a) - P_1(b) = 1 for (a, 1)
+    torch.testing.assert_close(statistics["values"], torch.tensor([-1.0, 1.0, 1.0, -1.0]))
+    torch.testing.assert_close(problem.lam, torch.tensor([0.0, 0.9, 0.9, 0.0]))
+
+
+def test_hard_histogram_counts_argmax_with_sensitivity_one():
+    outputs = torch.tensor([[0.2, 0.1], [0.0, 3.0], [-1.0, -0.5]])
+    onehot = raco.hard_predictions(outputs)
+    torch.testing.assert_close(onehot, torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]))
+    H = raco.soft_histogram(onehot, torch.tensor([0, 0, 1]), 2)
+    torch.testing.assert_close(H, torch.tensor([[1.0, 1.0], [0.0, 1.0]]))
+    # one row more or less moves one count by one (L1 = L2 = 1)
+    H2 = raco.soft_histogram(onehot[:2], torch.tensor([0, 0]), 2)
+    assert float((H - H2).abs().sum()) == 1.0
+
+
+def test_running_denominators_average_the_released_counts():
+    """'running': rates divide by the mean released set count so far (post-processing)."""
+    program = compile_rate_constraints(DemographicParity(0.1), ["a", "b"], [0, 1])
+    problem = _problem(program, noise="gaussian", scale=1.0, batch=10.0, denominators="running")
+    releases = [torch.tensor([[3.0, 1.0], [2.0, 6.0]]), torch.tensor([[5.0, 3.0], [1.0, 1.0]])]
+    released = iter(releases)
+    problem.privatize = lambda H: next(released)
+    y = torch.zeros(4, dtype=torch.int64)
+    part = torch.tensor([0, 0, 1, 1])
+    outputs = torch.zeros(4, 2)
+    _, first = problem.release_batch_statistics(outputs, y, part)
+    problem.apply_statistics(first)
+    _, second = problem.release_batch_statistics(outputs, y, part)
+    # set counts: step 1 (4, 8), step 2 (8, 2); running means (4, 8), then (6, 5)
+    torch.testing.assert_close(second["counts"], torch.tensor([8.0, 2.0]))
+    expected = torch.tensor([3.0 / 6 - 1.0 / 5, 1.0 / 5 - 3.0 / 6])  # P_1(a) - P_1(b), mirrored
+    torch.testing.assert_close(second["values"][[1, 3]], expected)
+    batch = _problem(program, noise="gaussian", scale=1.0, batch=10.0, denominators="batch")
+    batch.privatize = lambda H: releases[1]
+    _, stats = batch.release_batch_statistics(outputs, y, part)
+    torch.testing.assert_close(stats["values"][1], torch.tensor(3.0 / 8 - 1.0 / 2))
+
+
+def test_auto_dual_steps_shrink_with_the_noise_of_the_estimate():
+    program = compile_rate_constraints(DemographicParity(0.1), ["a", "b"], [0, 1])
+    problem = _problem(program, noise="gaussian", scale=4.0, batch=100.0, lr_dual=None)
+    denom = torch.tensor([50.0, 200.0])
+    # sigma^2 = sum over the two sets of (1 part * 16 + n / 4) / n^2
+    sigma = math.sqrt((16 + 12.5) / 50**2 + (16 + 50) / 200**2)
+    torch.testing.assert_close(
+        problem.dual_steps(denom), torch.full((4,), raco.DUAL_NOISE_SCALE / sigma)
+    )
+    noisier = _problem(program, noise="gaussian", scale=40.0, batch=100.0, lr_dual=None)
+    assert bool((noisier.dual_steps(denom) < problem.dual_steps(denom)).all())
+    exact = _problem(program, lr_dual=None)  # non-private: sampling noise only, capped
+    big = torch.tensor([1e6, 1e6])
+    assert bool((exact.dual_steps(big) == raco.LR_DUAL_MAX).all())
+
+
+def _mixture_fit(data, **kw):
+    X, y, s = data
+    return RaCODPClassifier(
+        tolerance=0.02, epsilon=np.inf, solution="mixture", batch_size=50, max_epochs=20,
+        random_state=3, **kw,
+    ).fit(X, y, sensitive_features=s)  # fmt: skip
+
+
+def test_mixture_predict_proba_is_the_weighted_mixture_of_hard_predictions(tradeoff):
+    (X, y, s), (Xt, _, _) = tradeoff
+    est = _mixture_fit((X[:600], y[:600], s[:600]))
+    n_params = sum(p.numel() for p in est.module_.parameters())
+    assert est.iterates_.shape == (raco.N_ITERATES, n_params)
+    np.testing.assert_allclose(est.iterate_weights_.sum(), 1.0)
+    module = clone_module(est)
+    expected = np.zeros((len(Xt), 2))
+    for w, flat in zip(est.iterate_weights_, est.iterates_):
+        load_flat_parameters(module, flat)
+        with torch.no_grad():
+            pred = module(torch.as_tensor(Xt)).argmax(1).numpy()
+        expected[np.arange(len(Xt)), pred] += w
+    proba = est.predict_proba(Xt)
+    np.testing.assert_allclose(proba, expected, atol=1e-12)
+    assert 0 < np.mean((proba > 0) & (proba < 1)) < 1  # the iterates disagree on some rows
+    np.testing.assert_allclose(est.decision_function(Xt), proba[:, 1] - proba[:, 0])
+
+
+def test_mixture_predict_draws_reproducibly_from_predict_proba(tradeoff):
+    (X, y, s), (Xt, _, _) = tradeoff
+    est = _mixture_fit((X[:600], y[:600], s[:600]))
+    p1 = est.predict_proba(Xt)[:, 1]
+    a, b = est.predict(Xt), est.predict(Xt)
+    np.testing.assert_array_equal(a, b)  # random_state=3: the same draws every call
+    c = est.predict(Xt, random_state=123)
+    assert not np.array_equal(a, c)
+    np.testing.assert_array_equal(a[p1 == 1], 1)
+    np.testing.assert_array_equal(a[p1 == 0], 0)
+    # rows the iterates disagree on are drawn as fairlearn does: u < p_1
+    rng = np.random.RandomState(3)
+    np.testing.assert_array_equal(a, (rng.uniform(size=len(p1)) < p1).astype(int))
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.predict(Xt), a)
+
+
+def test_average_solution_is_the_average_of_the_iterates(small_data):
+    X, y, s = small_data
+    kw = dict(epsilon=np.inf, batch_size=10, max_epochs=3, random_state=0, tolerance=0.05)
+    last = RaCODPClassifier(solution="last", **kw).fit(X, y, sensitive_features=s)
+    avg = RaCODPClassifier(solution="average", **kw).fit(X, y, sensitive_features=s)
+    assert avg.iterates_ is None and avg.solution_ == "average"
+    assert not np.allclose(avg.predict_proba(X), last.predict_proba(X))
+    np.testing.assert_array_equal(avg.lambda_, last.lambda_)  # same run, another read-out
+
+
+def test_best_selection_is_accounted_exactly(small_data):
+    """'best': K candidates' histograms, one Gaussian of sensitivity sqrt(K) = K releases."""
+    X, y, s = small_data
+    est = RaCODPClassifier(
+        solution="best", epsilon=3.0, delta=1e-5, batch_size=20, max_epochs=4, random_state=0
+    ).fit(X, y, sensitive_features=s)
+    K = raco.N_CANDIDATES + 1  # the copies and the average
+    assert 0 <= est.selected_iterate_ < K
+    assert est.selection_statistics_["error"].shape == (K,)
+    # what dp-accounting says, built by hand: T steps of one joint Gaussian, then K
+    # Gaussian histograms each of sensitivity 1 and std z_sel * sqrt(K)
+    rho = (math.sqrt(3.0 + math.log(1e5)) - math.sqrt(math.log(1e5))) ** 2
+    z_sel = 1.0 / math.sqrt(2 * raco.SELECTION_SHARE * rho)
+    steps = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(
+            20 / len(y), dp_accounting.GaussianDpEvent(est.effective_noise_multiplier_)
+        ),
+        est.n_steps_,
+    )
+    separate = dp_accounting.ComposedDpEvent(
+        [steps] + [dp_accounting.GaussianDpEvent(z_sel * math.sqrt(K))] * K
+    )
+    accountant = dp_accounting.rdp.RdpAccountant()
+    accountant.compose(separate)
+    assert est.privacy_spent_.epsilon == pytest.approx(accountant.get_epsilon(1e-5), rel=1e-6)
+    assert est.privacy_spent_.epsilon <= 3.0 + 1e-9
+    # the selection's share: without it the steps would spend less
+    plain = RaCODPClassifier(
+        solution="average", epsilon=3.0, delta=1e-5, batch_size=20, max_epochs=4, random_state=0
+    ).fit(X, y, sensitive_features=s)
+    assert plain.noise_multiplier_ < est.noise_multiplier_
+
+
+def test_auto_schedule_depends_on_n_and_is_stored(small_data):
+    X, y, s = small_data
+    est = RaCODPClassifier(epsilon=np.inf, random_state=0).fit(X, y, sensitive_features=s)
+    b = raco.auto_batch_size(len(y), private=False)
+    assert (est.batch_size_, est.max_epochs_) == (b, raco.auto_max_epochs(len(y), b))
+    assert raco.auto_batch_size(4000, private=False) > raco.auto_batch_size(4000)
+    assert est.n_steps_ >= raco.MIN_STEPS
+    assert est.max_grad_norm_ == 3.0  # non-private: no clipping; the upper end
+    private = RaCODPClassifier(epsilon=2.0, max_epochs=1, random_state=0)
+    private.fit(X, y, sensitive_features=s)
+    assert private.max_grad_norm_ == 1.0  # 100 rows * 2 / 10,000 < 1
+    assert raco.auto_max_grad_norm(20_000, 1.0) == pytest.approx(2.0)
+    assert raco.auto_max_grad_norm(10**6, 0.5) == 3.0
+    assert raco.auto_batch_size(100) == raco.MIN_BATCH
+    assert raco.auto_batch_size(10**7) == raco.MAX_BATCH
+    assert raco.auto_batch_size(30_000) == round(30_000 / raco.BATCH_FRACTION_INV)
+    big = raco.auto_max_epochs(10**6, raco.MAX_BATCH)
+    assert big == raco.MIN_EPOCHS  # many rows: an epoch count
+    small_n = 800
+    b = raco.auto_batch_size(small_n)
+    assert raco.auto_max_epochs(small_n, b) * math.ceil(small_n / b) >= raco.MIN_STEPS
+
+
+def test_hard_training_violation_meets_the_tolerance_without_noise():
+    """eps = inf on strongly proxied data: the hard TRAINING violation <= gamma + 0.01."""
+    X, y, s = make_tradeoff_data(n=1500, seed=2)
+    for solution in ("average", "mixture"):
+        est = RaCODPClassifier(
+            tolerance=0.05, epsilon=np.inf, solution=solution, random_state=0
+        ).fit(X, y, sensitive_features=s)
+        p1 = est.predict_proba(X)[:, 1] if solution == "mixture" else est.predict(X)
+        # the randomised classifier's expected rates (its draws add only sampling noise)
+        gap = abs(p1[s == 1].mean() - p1[s == 0].mean())
+        assert gap <= 0.05 + 0.01, solution
+        assert np.mean(est.predict(X) != y) < 0.3
+
+
+def test_soft_and_hard_histograms_on_one_batch_are_one_gaussian():
+    """Were both histograms released on a step's batch, they would be accounted jointly.
+
+    The fit releases one (hard) histogram per step. Two releases of the same
+    batch with multiplier z each are one Gaussian mechanism of the stacked vector:
+    L2 sensitivity sqrt(2), i.e. multiplier z / sqrt(2) (the joint multiplier
+    (z^-2 + z^-2)^-1/2); the recorder combines them so, which dp-accounting confirms.
+    """
+    from skfairdp.privacy import EventRecorder, noisy_histogram
+
+    z, q, steps = 6.0, 0.02, 300
+    recorder = EventRecorder()
+    H = torch.zeros(2, 2)
+    for _ in range(steps):
+        with recorder.batch(q):
+            noisy_histogram(H, RandomSource(0), noise_multiplier=z, recorder=recorder)  # soft
+            noisy_histogram(H, RandomSource(1), noise_multiplier=z, recorder=recorder)  # hard
+    event = recorder.build()
+    step = event.event
+    assert isinstance(event, dp_accounting.SelfComposedDpEvent) and event.count == steps
+    assert step.sampling_probability == q
+    assert step.event.noise_multiplier == pytest.approx(z / math.sqrt(2), rel=1e-12)
+    stacked = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z / math.sqrt(2))),
+        steps,
+    )
+    eps = []
+    for e in (event, stacked):
+        acc = PLDAccountant(ADD_REMOVE)
+        acc.compose(e)
+        eps.append(acc.get_epsilon(1e-5))
+    assert eps[0] == pytest.approx(eps[1], rel=1e-9)
+    assert epsilon_spent(event, 1e-5).epsilon <= 1.0  # the library's RDP bound is finite
+    # not the (unsound) view of two independently sampled releases
+    assert recorder.build("separate") != recorder.build()

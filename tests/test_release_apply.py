@@ -28,15 +28,38 @@ from skfairdp import (  # noqa: E402
 
 GOLDEN = Path(__file__).parent / "data" / "release_apply_golden.npz"
 
+# DP-FERMI's defaults of issue 12 (W on hard rates, averaged iterates) are set back
+# to the algorithm the golden models ran; at epsilon=inf its objective is now divided
+# by 1 + lambda / 8 = 1.25, which lr = 0.1 * 1.25 undoes.
+_FERMI_THEN = {"dual_rates": "soft", "iterate": "last"}
+# Cases whose algorithm changed since the golden models, by design (not the engine).
+# RaCO-DP's likewise: soft rates for the dual, its fixed step, the last iterate,
+# clip 3 and per-batch denominators (the template's class attribute, set per instance).
+_RACO_THEN = {"dual_rates": "soft", "solution": "last", "lr_dual": 1.0, "max_grad_norm": 3.0}
+
+
+def _raco_then(**params):
+    est = RaCODPClassifier(tolerance=0.05, **_RACO_THEN, **params)
+    est._denominators = "batch"
+    return est
+
+
+CHANGED = {
+    "fermi-sensitive": "issue 12: the whole psi term is the private (clipped) objective under "
+    "privacy_unit='sensitive', and the exact loss is divided by 1 + lambda / 8",
+}
+
 CASES = {
-    "fermi-dp": lambda: DPFermiClassifier(fairness_weight=2.0),
+    "fermi-dp": lambda: DPFermiClassifier(fairness_weight=2.0, **_FERMI_THEN),
     "fermi-eo-mlp": lambda: DPFermiClassifier(
-        fairness="equalized_odds", fairness_weight=2.0, hidden_layer_sizes=(4,)
+        fairness="equalized_odds", fairness_weight=2.0, hidden_layer_sizes=(4,), **_FERMI_THEN
     ),
     "fermi-sensitive": lambda: DPFermiClassifier(fairness_weight=2.0, privacy_unit="sensitive"),
-    "fermi-nonprivate": lambda: DPFermiClassifier(fairness_weight=2.0, epsilon=np.inf),
-    "raco-gaussian": lambda: RaCODPClassifier(tolerance=0.05),
-    "raco-laplace": lambda: RaCODPClassifier(tolerance=0.05, histogram_noise="laplace"),
+    "fermi-nonprivate": lambda: DPFermiClassifier(
+        fairness_weight=2.0, epsilon=np.inf, lr=0.125, **_FERMI_THEN
+    ),
+    "raco-gaussian": lambda: _raco_then(),
+    "raco-laplace": lambda: _raco_then(histogram_noise="laplace"),
     "adapt": lambda: GlobalScalingDPClassifier(z_init=2.0),
     "clip": lambda: GlobalScalingDPClassifier(variant="clip"),
     "dpsgdf": lambda: DPSGDFClassifier(),
@@ -64,6 +87,8 @@ def _fit(name):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_same_seed_same_model_as_the_fused_step(name):
+    if name in CHANGED:
+        pytest.skip(CHANGED[name])
     golden = np.load(GOLDEN)
     got = _fit(name)
     expected = {k: golden[k] for k in golden.files if k.startswith(f"{name}/")}
