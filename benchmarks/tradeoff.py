@@ -171,9 +171,10 @@ def fit_one(data, *, experiment, dataset, fairness, seed, split_state, eps, lam,
         "n_train": len(ytr),
         "n_test": len(yte),
         "lr": clf.lr,
-        "lr_dual": clf.lr_dual,
-        "max_epochs": clf.max_epochs,
-        "batch_size": clf.batch_size,
+        # the values the fit used ("auto" resolved)
+        "lr_dual": clf.lr_dual_,
+        "max_epochs": clf.max_epochs_,
+        "batch_size": clf.batch_size_,
         "dual_bound": clf.dual_bound,
         "skfairdp_commit": commit,
     }

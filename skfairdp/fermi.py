@@ -43,9 +43,123 @@ DUAL_NOISE_RATIO = 2.0
 DUAL_BOUND_MARGIN = 1.1
 # Largest W (entries) whose per-sample gradients are materialised as dense rows.
 DENSE_W_LIMIT = 4096
-# lr_dual="auto" is this fraction of the paper's 1 / beta_w = 1 / (2 lambda): stable for
-# every lambda, and W averages its noisy per-batch gradients over ~10 steps.
+# lr_dual="auto" is at most this fraction of the paper's 1 / beta_w = 1 / (2 lambda): stable
+# for every lambda, and W averages its noisy per-batch gradients over ~10 steps.
 AUTO_LR_DUAL_FRACTION = 0.1
+# ... and, with privacy, small enough that W's noise moves a psi coefficient by at most
+# DUAL_NOISE_TOLERANCE (std) in a W column whose predicted class has share DUAL_NOISE_SHARE.
+DUAL_NOISE_TOLERANCE, DUAL_NOISE_SHARE = 1.0, 0.1
+# lambda_0 of the theta step: unless the record unit's clip bounds each row, theta
+# descends (loss + lambda psi) / (1 + lambda / lambda_0) (see ErmiProblem).
+FAIRNESS_WEIGHT_SCALE = 8.0
+# iterate="average": the mean of the parameters over this last fraction of the steps.
+AVERAGE_TAIL = 0.5
+# batch_size="auto" and max_epochs="auto" (see auto_batch_size, auto_max_epochs)
+BATCH_FRACTION_INV = 128
+MIN_BATCH, MAX_BATCH = 32, 256
+MIN_EPOCHS, MIN_STEPS = 40, 1000
+# max_grad_norm="auto" under "record": n * epsilon / 10,000, between 1 and 3
+CLIP_RANGE, CLIP_PER_N_EPSILON = (1.0, 3.0), 1e-4
+
+
+def auto_batch_size(n_samples: int) -> int:
+    """``batch_size="auto"``: ``n / 128`` rounded, between 32 and 256."""
+    return int(min(MAX_BATCH, max(MIN_BATCH, round(n_samples / BATCH_FRACTION_INV))))
+
+
+def auto_max_epochs(n_samples: int, batch_size: int) -> int:
+    """``max_epochs="auto"``: 40 passes, or more to take at least 1,000 steps."""
+    steps_per_epoch = max(1, math.ceil(n_samples / batch_size))
+    return int(max(MIN_EPOCHS, math.ceil(MIN_STEPS / steps_per_epoch)))
+
+
+def auto_max_grad_norm(n_samples: int, epsilon: float, privacy_unit: str) -> float:
+    """``max_grad_norm="auto"``: ``n * epsilon / 10,000`` in ``[1, 3]`` ("record"), else 1.
+
+    The noise on the mean gradient relative to the clip falls like ``1 / (n epsilon)``:
+    with much data a larger clip keeps more of each row's gradient (Adult, epsilon=1:
+    3 beat 1) while on little data it only adds noise (German credit, 750 rows: 1
+    beat 3). Under ``"sensitive"`` the clip bounds the penalty's force only; 1.
+    """
+    if privacy_unit == "sensitive" or math.isinf(epsilon):
+        return CLIP_RANGE[0]
+    return float(min(CLIP_RANGE[1], max(CLIP_RANGE[0], n_samples * epsilon * CLIP_PER_N_EPSILON)))
+
+
+def auto_dual_step(batch_size: float, dual_noise_multiplier: float, max_pinv: float) -> float:
+    """``lr_dual * lambda`` of ``lr_dual="auto"``: ``min(0.05, 0.1 (m / (2 P^2 z_W))^2)``.
+
+    W's ascent is an average of noisy per-batch gradients with memory
+    ``1 / (2 a p)`` steps (``a = lr_dual * lambda``, ``p`` the share of a predicted
+    class). Its noise per entry is ``(z_W P / m) sqrt(a / p)`` (``P = max_r
+    p_S(r)^(-1/2)``), which moves a psi coefficient ``2 W[s, j] P`` by
+    ``2 P^2 (z_W / m) sqrt(a / p)``; ``a`` is the largest step that keeps this at most
+    1 for ``p = 0.1``, capped at 0.05. With much data (Adult: ``m = 256``,
+    ``z_W ~ 5``, ``P = 1.8``) the cap holds; with a rare group or few rows the step
+    shrinks, so W's noise cannot push theta harder than its signal (Bank Marketing,
+    5% of rows in one group, epsilon=1: the violation rose from 0.07 to 0.17 with
+    lambda at a = 0.05, it falls to 0.05 at a = 0.003).
+    """
+    if not math.isfinite(dual_noise_multiplier) or dual_noise_multiplier <= 0:
+        return AUTO_LR_DUAL_FRACTION / 2.0
+    quiet = DUAL_NOISE_TOLERANCE * batch_size / (2.0 * max_pinv**2 * dual_noise_multiplier)
+    return float(min(AUTO_LR_DUAL_FRACTION / 2.0, DUAL_NOISE_SHARE * quiet**2))
+
+
+def objective_scales(
+    fairness_weight: float, private: bool, privacy_unit: str
+) -> tuple[float, float]:
+    """Factors of the loss and of ``lambda psi`` in theta's objective.
+
+    The theta-gradient of ``loss + lambda psi`` grows with ``lambda`` (the penalty's
+    curvature is ``lambda`` times ERMI's), so with a fixed step a large ``lambda``
+    diverges, and a clipped penalty stops gaining on an unclipped loss. Each part
+    that no clip bounds is divided by ``1 + lambda / lambda_0`` (``lambda_0 =``
+    :data:`FAIRNESS_WEIGHT_SCALE`); a clipped part is bounded by its clip already:
+
+    - ``epsilon=inf``: nothing is clipped; both parts are divided (the step shrinks,
+      no stationary point moves);
+    - private, ``privacy_unit="sensitive"``: ``lambda psi`` is clipped, the exact loss
+      is divided (its share falls as ``lambda`` grows);
+    - private, ``privacy_unit="record"``: each whole row is clipped; nothing is
+      divided (the clip already scales the loss's share down as ``lambda`` grows).
+    """
+    factor = 1.0 / (1.0 + float(fairness_weight) / FAIRNESS_WEIGHT_SCALE)
+    if not private:
+        return factor, factor
+    return (factor, 1.0) if privacy_unit == "sensitive" else (1.0, 1.0)
+
+
+class TailAverage:
+    """Running mean of a module's trainable parameters over the last steps of a run.
+
+    ``step()`` after every optimizer step; the steps after ``start`` are summed.
+    Post-processing of the iterates (which are released), so it costs no privacy.
+    """
+
+    def __init__(self, module: torch.nn.Module, total_steps: int, tail: float = AVERAGE_TAIL):
+        self.params = [p for p in module.parameters() if p.requires_grad]
+        self.start = min(int(total_steps) - 1, int(math.floor(total_steps * (1.0 - tail))))
+        self.t = 0
+        self.n = 0
+        self.sums = [torch.zeros_like(p, dtype=torch.float64) for p in self.params]
+
+    def step(self) -> None:
+        self.t += 1
+        if self.t <= self.start:
+            return
+        self.n += 1
+        with torch.no_grad():
+            for total, p in zip(self.sums, self.params):
+                total.add_(p.detach())
+
+    def load(self) -> None:
+        """Replace the module's parameters by their mean (no-op if no step was summed)."""
+        if self.n == 0:
+            return
+        with torch.no_grad():
+            for total, p in zip(self.sums, self.params):
+                p.copy_((total / self.n).to(p.dtype))
 
 
 def w_clip_norm(fairness_weight: float, pinv: torch.Tensor) -> float:
@@ -75,8 +189,14 @@ class ErmiProblem:
         lr_dual: float,
         privacy_unit: str,
         all_active: bool = True,
+        dual_rates: str = "soft",
+        scales: tuple[float, float] = (1.0, 1.0),
+        average: TailAverage | None = None,
     ):
         self.state = {"W": W}
+        self.hard_dual = dual_rates == "hard"
+        self.loss_scale, self.penalty_scale = map(float, scales)
+        self.average = average
         self.pinv = pinv
         self.lam = float(fairness_weight)
         self.dual_bound = float(dual_bound)
@@ -102,16 +222,22 @@ class ErmiProblem:
         return y, s, block, weight, dual_weight, own, shared
 
     def primal_objectives(self, outputs, y, s, block, weight, dual_weight, own, shared):
+        """Per-sample ``loss_scale * loss_i`` and ``penalty_scale * weight_i * psi_i``.
+
+        (Summed into one objective under ``"record"``; see :func:`objective_scales`.)
+
+        Under ``"sensitive"`` the whole psi term is the private objective (clipped as
+        one): its ``s``-dependent part and the part that is not cancel at independence,
+        and clipping only the first made a large ``lambda`` push every row one way.
+        """
         log_p = torch.log_softmax(outputs, dim=1)
         F = log_p.exp()
         loss = -log_p.gather(1, y.unsqueeze(1)).squeeze(1)
-        own_term = (F * own).sum(dim=1)
-        shared_term = (F * shared).sum(dim=1) - 1.0
-        private = weight * own_term
-        public = loss + weight * shared_term
+        psi = (F * (own + shared)).sum(dim=1) - 1.0
+        public = self.loss_scale * loss
+        private = self.penalty_scale * weight * psi
         objectives = (public, private) if self.sensitive_unit else (public + private,)
-        psi = (own_term + shared_term) * (weight != 0)
-        return objectives, {"loss": loss, "psi": psi}
+        return objectives, {"loss": loss, "psi": psi * (weight != 0)}
 
     def primal_output_gradients(self, outputs, y, s, block, weight, dual_weight, own, shared):
         """:meth:`primal_objectives` differentiated by hand in the logits.
@@ -124,18 +250,12 @@ class ErmiProblem:
         self._probabilities = (outputs, F)  # the dual step on the same outputs reuses F
         loss = -log_p.gather(1, y.unsqueeze(1)).squeeze(1)
         d_loss = F.scatter_add(1, y.unsqueeze(1), F.new_full((len(y), 1), -1.0))
-        w = weight.unsqueeze(1)
-        if self.sensitive_unit:
-            own_term = (F * own).sum(dim=1)
-            shared_term = (F * shared).sum(dim=1)
-            d_private = w * F * (own - own_term.unsqueeze(1))
-            d_public = d_loss + w * F * (shared - shared_term.unsqueeze(1))
-            psi_plus_one = own_term + shared_term
-            grads = (d_public, d_private)
-        else:
-            c = own + shared
-            psi_plus_one = (F * c).sum(dim=1)
-            grads = (d_loss + w * F * (c - psi_plus_one.unsqueeze(1)),)
+        w = (self.penalty_scale * weight).unsqueeze(1)
+        c = own + shared
+        psi_plus_one = (F * c).sum(dim=1)
+        d_public = d_loss if self.loss_scale == 1.0 else self.loss_scale * d_loss
+        d_private = w * F * (c - psi_plus_one.unsqueeze(1))
+        grads = (d_public, d_private) if self.sensitive_unit else (d_public + d_private,)
         psi = psi_plus_one - 1.0
         if not self.all_active:
             psi = psi * (weight != 0)
@@ -145,12 +265,17 @@ class ErmiProblem:
         self, outputs, y, s, block, weight, dual_weight, own, shared, weights=None
     ):
         if self.lam == 0.0:
-            return None
+            # no W step; the (zero) update still calls dual_step, which averages iterates
+            return (self.W.new_zeros(self.W.numel()), None) if self.average else None
         if outputs is None:
             return None, self.W.new_zeros((0, self.W.numel()))
         cached_outputs, F = self._probabilities
         if cached_outputs is not outputs:
             F = torch.softmax(outputs, dim=1)
+        if self.hard_dual:
+            # W ascends on the rates of the predictions users get: one-hot rows, whose
+            # norm (1) is within the bound of any probability row's (<= 1).
+            F = torch.zeros_like(F).scatter_(1, F.argmax(dim=1, keepdim=True), 1.0)
         # a small W is cheapest as dense per-sample rows; a large one stays factored
         dense = self.W.numel() <= DENSE_W_LIMIT
         # W ascends on lambda * psi: the label weights of the primal side rescale each
@@ -164,7 +289,14 @@ class ErmiProblem:
         return None, ermi.w_gradient_rows(*args) if dense else ermi.WGradients(*args)
 
     def dual_step(self, gradient):
-        """Projected ascent: ``state["W"]`` is replaced by ``P(W + lr_dual * gradient)``."""
+        """Projected ascent: ``state["W"]`` is replaced by ``P(W + lr_dual * gradient)``.
+
+        Called after the optimizer's step, so it is also where the iterates are averaged.
+        """
+        if self.average is not None:
+            self.average.step()
+        if self.lam == 0.0:
+            return
         W = torch.add(self.W, gradient.view_as(self.W), alpha=self.lr_dual)
         self.state = {"W": ermi.project_frobenius(W, self.dual_bound)}
 
@@ -184,7 +316,9 @@ class DPFermiClassifier(PrivateClassifierBase):
         Independence notion: ``Yhat ⟂ S``, ``Yhat ⟂ S | Y`` (one W per label), or
         the positive-label part of the latter (``classes_[-1]``).
     fairness_weight : float, default=1.0
-        ``lambda >= 0``. With 0 the estimator is DP-SGD and needs no groups.
+        ``lambda >= 0``, the weight of ERMI against the loss (documented range 0 to
+        64; try 4 to 16, see doc/dpfermi.md). With 0 the estimator is DP-SGD and
+        needs no groups.
     epsilon : float, default=1.0
         Target epsilon; ``np.inf`` trains without noise or clipping (shuffled
         fixed-size batches) and reports ``privacy_spent_ == (inf, 0.0)``.
@@ -195,10 +329,11 @@ class DPFermiClassifier(PrivateClassifierBase):
         gradient is clipped and noised. ``"sensitive"``: replace one row's
         sensitive attribute with ``x, y`` public; only the ``s``-dependent part
         of the gradients is clipped and noised, the loss gradient is exact.
-    max_grad_norm : float, default=1.0
+    max_grad_norm : "auto" or float, default="auto"
         Clipping norm ``C`` of the per-sample theta-gradient (record: of
-        ``loss_i + lambda psi_i``; sensitive: of the ``s``-dependent part of
-        ``lambda psi_i``).
+        ``loss_i + lambda psi_i``; sensitive: of ``lambda psi_i``, the loss being
+        exact). ``"auto"``: ``n * epsilon / 10,000`` between 1 and 3 under
+        ``"record"``, 1 under ``"sensitive"`` (:func:`auto_max_grad_norm`).
     max_sample_weight : float, default=1.0
         Public bound on ``fit``'s ``sample_weight`` (a private fit rejects larger
         weights). Each row's clipped contributions are multiplied by its weight,
@@ -235,15 +370,23 @@ class DPFermiClassifier(PrivateClassifierBase):
         is a concave quadratic in W with Hessian ``-2 lambda diag(p(Yhat))``,
         so the ascent is stable only while
         ``lr_dual * 2 * lambda * max_j p(Yhat=j) < 2``;
-        ``"auto"`` is a tenth of the paper's ``1 / beta_w = 1 / (2 lambda)``:
-        stable for every ``lambda`` (a fixed value diverges once ``lambda`` is
-        large enough), and W averages its noisy gradients over ~10 steps.
-    batch_size : int, default=256
-        Expected batch size ``m``; the sampling rate is ``m / n``.
-    max_epochs : int, default=40
+        ``"auto"`` is ``a / lambda`` with ``a`` at most a tenth of the paper's
+        ``1 / beta_w = 1 / (2 lambda)`` (stable for every ``lambda``; a fixed
+        value diverges once ``lambda`` is large enough), and smaller when W's
+        noise would outweigh the rates it measures (:func:`auto_dual_step`).
+    dual_rates : {"hard", "soft"}, default="hard"
+        What W's ascent sees: the one-hot hard predictions (the rates users are
+        judged on; the model's step stays on probabilities) or the paper's soft
+        probabilities. Same clip, noise and accounting.
+    batch_size : "auto" or int, default="auto"
+        Expected batch size ``m``; the sampling rate is ``m / n``. ``"auto"``:
+        ``n / 128`` between 32 and 256 (:func:`auto_batch_size`).
+    max_epochs : "auto" or int, default="auto"
         Number of expected passes; ``T = max_epochs * ceil(n / m)`` steps.
-    iterate : {"last", "random"}, default="last"
-        Return the last iterate or the theorem's uniformly random one.
+        ``"auto"``: 40, or more to take 1,000 steps (:func:`auto_max_epochs`).
+    iterate : {"average", "last", "random"}, default="average"
+        Return the mean of the parameters over the last half of the steps, the
+        last iterate, or the theorem's uniformly random one (all post-processing).
     calibration : {"accountant", "paper"}, default="accountant"
         ``"accountant"``: the noise multiplier is the smallest for which the
         executed event (histogram + T joint theta/W releases) meets
@@ -298,6 +441,11 @@ class DPFermiClassifier(PrivateClassifierBase):
     module_ : torch.nn.Module
     W_ : ndarray of shape (n_blocks, n_groups, n_classes)
         Final ascent variable.
+    batch_size_, max_epochs_, max_grad_norm_, lr_dual_ : int, int, float, float
+        The values the fit used (``"auto"`` resolved).
+    objective_scales_ : tuple of float
+        Factors of the loss and of ``lambda psi`` in theta's objective: each part
+        no clip bounds is divided by ``1 + lambda / 8`` (:func:`objective_scales`).
     group_encoder_ : GroupEncoder or None
     group_priors_ : ndarray of shape (n_blocks, n_groups)
         Priors used (released noisily or public), before clamping at ``rho``.
@@ -336,13 +484,48 @@ class DPFermiClassifier(PrivateClassifierBase):
             "rho": Param(0.05, [Interval(Real, 0, 0.5, closed="right")]),
             "group_priors": Param(None, [None, "array-like", dict]),
             "lr_dual": Param("auto", [StrOptions({"auto"}), POSITIVE]),
+            "dual_rates": Param("hard", [StrOptions({"hard", "soft"})]),
         },
-        defaults={"max_epochs": 40},
+        defaults={
+            "max_epochs": "auto",
+            "batch_size": "auto",
+            "max_grad_norm": "auto",
+            "iterate": "average",
+        },
         positional=("fairness", "fairness_weight"),
         deprecated={"w_radius": Deprecated(new="dual_bound"), "lr_w": Deprecated(new="lr_dual")},
+        also_accept={
+            "batch_size": [StrOptions({"auto"})],
+            "max_epochs": [StrOptions({"auto"})],
+            "iterate": [StrOptions({"average"})],
+            "max_grad_norm": [StrOptions({"auto"})],
+        },
     )
 
     # -- hooks of the fit template ----------------------------------------------
+    def _training_schedule(self, n_samples: int) -> tuple[int, int]:
+        """``batch_size`` and ``max_epochs``, ``"auto"`` resolved from ``n_samples``.
+
+        See :func:`auto_batch_size` and :func:`auto_max_epochs`; the values used are
+        stored as ``batch_size_`` and ``max_epochs_``.
+        """
+        batch_size = self.batch_size
+        if batch_size == "auto":
+            batch_size = auto_batch_size(n_samples)
+        max_epochs = self.max_epochs
+        if max_epochs == "auto":
+            max_epochs = auto_max_epochs(n_samples, int(batch_size))
+        return int(batch_size), int(max_epochs)
+
+    def _clip_norm(self, ctx) -> float:
+        """``max_grad_norm``, ``"auto"`` resolved by :func:`auto_max_grad_norm`."""
+        return self._resolved_clip(ctx.n_samples)
+
+    def _resolved_clip(self, n_samples: int) -> float:
+        if self.max_grad_norm == "auto":
+            return auto_max_grad_norm(n_samples, float(self.epsilon), self.privacy_unit)
+        return float(self.max_grad_norm)
+
     def _check_params(self) -> None:
         if self.noise_multiplier is not None and self._param("calibration") == "paper":
             raise ValueError(
@@ -446,7 +629,16 @@ class DPFermiClassifier(PrivateClassifierBase):
         released = ctx.released
         lr_dual = self._param("lr_dual")
         if lr_dual == "auto":
-            lr_dual = AUTO_LR_DUAL_FRACTION / (2.0 * lam) if lam > 0 else 0.0
+            step = auto_dual_step(
+                ctx.sampler.expected_batch_size, plan.dual, float(released["pinv"].max())
+            )
+            lr_dual = step / lam if lam > 0 else 0.0
+        self.lr_dual_ = float(lr_dual)
+        self.batch_size_, self.max_epochs_ = self._training_schedule(ctx.n_samples)
+        self.max_grad_norm_ = self._resolved_clip(ctx.n_samples)
+        self.objective_scales_ = objective_scales(lam, ctx.private, self.privacy_unit)
+        steps = ctx.planned_steps if plan.steps is None else min(plan.steps, ctx.planned_steps)
+        average = TailAverage(self.module_, steps) if self.iterate == "average" else None
         return ErmiProblem(
             W=torch.zeros(
                 released["n_blocks"], released["n_groups"], ctx.n_classes, device=ctx.device
@@ -457,6 +649,9 @@ class DPFermiClassifier(PrivateClassifierBase):
             lr_dual=lr_dual,
             privacy_unit=self.privacy_unit,
             all_active=self.fairness != "equal_opportunity",  # from the notion, not the data
+            dual_rates=self.dual_rates,
+            scales=self.objective_scales_,
+            average=average,
         )
 
     def _per_row_tensors(self, ctx):
@@ -468,6 +663,8 @@ class DPFermiClassifier(PrivateClassifierBase):
         return torch.as_tensor(packed), torch.as_tensor(weights, dtype=torch.float32)
 
     def _store_fitted(self, problem, plan) -> None:
+        if problem.average is not None:
+            problem.average.load()
         self.W_ = problem.W.cpu().numpy()
         self.dual_noise_multiplier_ = plan.dual
 
@@ -600,7 +797,8 @@ class DPFermiClassifier(PrivateClassifierBase):
         has_dual = self.fairness_weight > 0
         if not (has_dual or self.privacy_unit == "record"):
             return NoisePlan()
-        delta, n, steps, m = ctx.delta, ctx.n_samples, ctx.planned_steps, self.batch_size
+        delta, n, steps = ctx.delta, ctx.n_samples, ctx.planned_steps
+        m = ctx.sampler.expected_batch_size
         lam, dual_bound = float(self.fairness_weight), ctx.released["dual_bound"]
         problems = theorem_3_3_preconditions(
             epsilon=self.epsilon, delta=delta, n_samples=n, batch_size=m, steps=steps
@@ -621,7 +819,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             n_samples=n,
             steps=steps,
             rho=float(self.rho),
-            lipschitz=float(self.max_grad_norm),
+            lipschitz=self._resolved_clip(n),
             w_bound=dual_bound,
             n_classes=ctx.n_classes,
             sensitive_only=sensitive_only,
@@ -630,7 +828,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         # Alg. 1 scales the sensitive-unit theta noise by lambda; W noise scales with
         # lambda in both units (digest §2.6 P4).
         theta_std = sigmas.sigma_theta * m * (lam if sensitive_only else 1.0)
-        z_theta = theta_std / self.max_grad_norm if theta_std > 0 else math.inf
+        z_theta = theta_std / self._resolved_clip(n) if theta_std > 0 else math.inf
         z_w = (lam * sigmas.sigma_w * m) / ctx.released["dual_clip"] if has_dual else math.inf
         return NoisePlan(primal=z_theta, dual=z_w, effective=joint_noise_multiplier(z_theta, z_w))
 
