@@ -88,6 +88,38 @@ def step_events(
     )
 
 
+#: ``count_noise_multiplier="auto"``: the paper's ``z2 = 10`` while that leaves the
+#: gradient at least ``AUTO_COUNT_RATIO**-1`` of the step's precision, else
+#: ``z2 = AUTO_COUNT_RATIO * z_eff`` (small data, where the target needs ``z_eff``
+#: near or above 10): the gradient's multiplier is then ``z_eff * sqrt(9/8)``,
+#: 6% more noise, and the count's noise grows with the gradient's.
+AUTO_COUNT_RATIO = 3.0
+PAPER_COUNT_NOISE_MULTIPLIER = 10.0
+
+
+def auto_count_noise_multiplier(noise_multiplier: float) -> float:
+    """``z2`` of ``count_noise_multiplier="auto"`` for a gradient multiplier ``z1``.
+
+    ``max(10, 2 sqrt(2) z1)``: with ``z2 = 2 sqrt(2) z1`` the effective multiplier
+    is ``z1 sqrt(8/9)`` and ``z2 = 3 z_eff`` (:data:`AUTO_COUNT_RATIO`).
+    """
+    r = AUTO_COUNT_RATIO
+    return max(PAPER_COUNT_NOISE_MULTIPLIER, float(noise_multiplier) * math.sqrt(r * r - 1))
+
+
+def split_auto_noise_multiplier(effective: float) -> float:
+    """Gradient multiplier ``z1`` whose ``"auto"`` count keeps the joint one ``>= effective``."""
+    if effective < PAPER_COUNT_NOISE_MULTIPLIER:
+        z1 = split_noise_multiplier(effective, PAPER_COUNT_NOISE_MULTIPLIER)
+        if auto_count_noise_multiplier(z1) == PAPER_COUNT_NOISE_MULTIPLIER:
+            return z1
+    r = AUTO_COUNT_RATIO
+    z1 = effective * r / math.sqrt(r * r - 1)
+    while joint_noise_multiplier(z1, auto_count_noise_multiplier(z1)) < effective:
+        z1 = math.nextafter(z1, math.inf)
+    return z1
+
+
 def split_noise_multiplier(effective: float, count_noise_multiplier: float) -> float:
     """Gradient multiplier ``z1`` with ``(z1^-2 + z2^-2)^(-1/2) >= effective``.
 
@@ -156,8 +188,18 @@ class NoisySGDClassifierBase(ActivationModuleMixin, PrivateClassifierBase):
     count released on the same batch (module docstring).
     """
 
-    def _count_noise_multiplier(self) -> float:
+    def _count_noise_multiplier(self) -> float | str:
+        """``count_noise_multiplier`` as set (``inf`` when a step releases no count)."""
         return math.inf
+
+    def _statistics_multiplier(self, noise_multiplier: float) -> float:
+        """The count's multiplier beside a gradient multiplier (resolves ``"auto"``)."""
+        setting = self._count_noise_multiplier()
+        if setting == "auto":
+            if self._calibration() == "paper":
+                return PAPER_COUNT_NOISE_MULTIPLIER
+            return auto_count_noise_multiplier(noise_multiplier)
+        return float(setting)
 
     def _calibration(self) -> str:
         """``calibration`` in effect (``"accountant"`` for an estimator without it)."""
@@ -170,15 +212,17 @@ class NoisySGDClassifierBase(ActivationModuleMixin, PrivateClassifierBase):
         return "separate" if self._calibration() == "paper" else "joint"
 
     def _calibrate(self, ctx: FitContext) -> NoisePlan:
-        statistics_multiplier = self._count_noise_multiplier()
-        if self._calibration() == "accountant" or math.isinf(statistics_multiplier):
-            z1 = split_noise_multiplier(self._calibrated_effective(ctx), statistics_multiplier)
+        setting = self._count_noise_multiplier()
+        if self._calibration() == "paper" and setting != math.inf:
+            z1 = self._calibrate_composed(ctx, self._statistics_multiplier(math.nan))
+        elif setting == "auto":
+            z1 = split_auto_noise_multiplier(self._calibrated_effective(ctx))
         else:
-            z1 = self._calibrate_composed(ctx, statistics_multiplier)
+            z1 = split_noise_multiplier(self._calibrated_effective(ctx), float(setting))
         return self._plan_for(z1, ctx)
 
     def _plan_for(self, noise_multiplier: float, ctx: FitContext) -> NoisePlan:
-        statistics_multiplier = self._count_noise_multiplier()
+        statistics_multiplier = self._statistics_multiplier(noise_multiplier)
         effective = joint_noise_multiplier(noise_multiplier, statistics_multiplier)
         return NoisePlan(
             primal=noise_multiplier, statistics=statistics_multiplier, effective=effective
@@ -209,7 +253,7 @@ class NoisySGDClassifierBase(ActivationModuleMixin, PrivateClassifierBase):
         if (
             ctx.private
             and self._calibration() == "paper"
-            and math.isfinite(self._count_noise_multiplier())
+            and self._count_noise_multiplier() != math.inf
         ):
             sound = epsilon_spent(ctx.recorder.build("joint"), ctx.delta)
             warnings.warn(

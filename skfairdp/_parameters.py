@@ -105,7 +105,9 @@ _SHARED = {
     "calibration": Param("accountant", [StrOptions({"accountant", "paper"})]),
     "sensitive_values": Param(None, [None, "array-like", dict]),
     "activation": Param("tanh", [StrOptions(set(ACTIVATIONS))]),
-    "count_noise_multiplier": Param(10.0, [Interval(Real, 0, None, closed="neither")]),
+    "count_noise_multiplier": Param(
+        "auto", [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")]
+    ),
 }
 
 #: Constraints of the parameters every estimator's ``__init__`` takes.
@@ -300,6 +302,7 @@ def declare_parameters(
     defaults: dict[str, Any] | None = None,
     positional: tuple[str, ...] = (),
     deprecated: dict[str, Deprecated] | None = None,
+    also_accept: dict[str, list] | None = None,
 ) -> ParameterDeclaration:
     """Declare an estimator's parameters (set it as the class attribute ``_parameters``).
 
@@ -319,6 +322,10 @@ def declare_parameters(
         Former names of the estimator's parameters, kept for one release: each is
         keyword-only, last in the signature, with default ``"deprecated"``, and
         constrained by :meth:`Deprecated.constraints`.
+    also_accept : dict of str to list, optional
+        More valid values of common or shared parameters for this estimator, as
+        constraints added to theirs (e.g. ``{"batch_size": [StrOptions({"auto"})]}``
+        for an estimator that resolves ``"auto"`` in ``fit``).
 
     Returns
     -------
@@ -333,6 +340,10 @@ def declare_parameters(
     unknown = sorted(set(defaults or {}) - set(constraints))
     if unknown:
         raise ValueError(f"defaults for parameters the estimator lacks: {unknown}")
+    for name, extra in (also_accept or {}).items():
+        if name not in constraints or name in own:
+            raise ValueError(f"also_accept names {name!r}, not a common or shared parameter")
+        constraints[name] = [*constraints[name], *extra]
     order = [
         *positional,
         *_PRIVACY,

@@ -114,7 +114,7 @@ class PrivateFitMixin:
         plan = self._noise_plan(ctx) if ctx.private else NoisePlan()
         self.noise_multiplier_ = plan.primal
         self.effective_noise_multiplier_ = plan.effective
-        sampler, max_epochs = ctx.sampler, self.max_epochs
+        sampler, max_epochs = ctx.sampler, self._training_schedule(ctx.n_samples)[1]
         if plan.steps is not None and plan.steps < ctx.planned_steps:
             sampler = CappedSampler(sampler, plan.steps)
             max_epochs = max(1, math.ceil(plan.steps / sampler.steps_per_epoch))
@@ -127,7 +127,7 @@ class PrivateFitMixin:
         optimizer = self._build_optimizer(self.module_)
         problem = self._make_problem(ctx, plan)
         noise = (
-            NoiseConfig(float(self.max_grad_norm), plan.primal, plan.dual, ctx.max_weight)
+            NoiseConfig(self._clip_norm(ctx), plan.primal, plan.dual, ctx.max_weight)
             if ctx.private
             else NoiseConfig()
         )
@@ -170,10 +170,11 @@ class PrivateFitMixin:
         private = not math.isinf(self.epsilon)
         device = self._device()
         random = RandomSource(self.random_state, secure_mode=self.secure_mode, device=device)
+        batch_size, max_epochs = self._training_schedule(n)
         sampler = (
-            PoissonSampler(n, min(1.0, self.batch_size / n), random)
+            PoissonSampler(n, min(1.0, batch_size / n), random)
             if private
-            else ShuffledBatches(n, self.batch_size, random)
+            else ShuffledBatches(n, batch_size, random)
         )
         return FitContext(
             X=X,
@@ -187,11 +188,26 @@ class PrivateFitMixin:
             device=device,
             random=random,
             sampler=sampler,
-            planned_steps=self.max_epochs * sampler.steps_per_epoch,
+            planned_steps=max_epochs * sampler.steps_per_epoch,
             recorder=EventRecorder(self._recorded_view()),
         )
 
     # -- hooks of the fit (defaults) ---------------------------------------
+    def _training_schedule(self, n_samples: int) -> tuple[int, int]:
+        """``(batch_size, max_epochs)`` of a fit on ``n_samples`` rows (default: the parameters).
+
+        An estimator whose parameters accept ``"auto"`` resolves them here from
+        public facts (``n_samples``, the number of features, ``epsilon``).
+        """
+        return self.batch_size, self.max_epochs
+
+    def _clip_norm(self, ctx: FitContext) -> float:
+        """The per-sample clipping norm of a private fit (default: ``max_grad_norm``).
+
+        An estimator whose ``max_grad_norm`` accepts ``"auto"`` resolves it here.
+        """
+        return float(self.max_grad_norm)
+
     def _n_outputs(self) -> int:
         """Outputs of the module (default: one per class; a regressor has 1)."""
         return len(self.classes_)
@@ -277,7 +293,8 @@ class PrivateFitMixin:
                 "event is known only inside fit"
             )
         n = int(n_samples)
-        sampler = PoissonSampler(n, min(1.0, self.batch_size / n), RandomSource(0))
+        batch_size, max_epochs = self._training_schedule(n)
+        sampler = PoissonSampler(n, min(1.0, batch_size / n), RandomSource(0))
         ctx = FitContext(
             X=np.empty((n, 0), dtype=np.float32),
             y=np.zeros(n, dtype=np.int64),
@@ -290,7 +307,7 @@ class PrivateFitMixin:
             device=torch.device("cpu"),
             random=RandomSource(0),
             sampler=sampler,
-            planned_steps=self.max_epochs * sampler.steps_per_epoch,
+            planned_steps=max_epochs * sampler.steps_per_epoch,
             recorder=EventRecorder(self._recorded_view()),
         )
         plan = self._plan_for(float(noise_multiplier), ctx)

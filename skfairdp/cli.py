@@ -78,6 +78,11 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _epochs(text: str) -> int | str:
+    """``"auto"`` (the estimator's rule in ``n``) or a positive number of epochs."""
+    return "auto" if text == "auto" else _positive_int(text)
+
+
 def _non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -122,9 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--max-epochs",
-        type=_positive_int,
+        type=_epochs,
         default=DPFermiClassifier().max_epochs,
-        help="epochs per fit (default: DPFermiClassifier's default, %(default)s)",
+        help="epochs per fit, or 'auto' (default: DPFermiClassifier's default, %(default)s)",
     )
     demo.add_argument(
         "--seed",

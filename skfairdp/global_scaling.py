@@ -208,8 +208,13 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
     z_threshold : float, default=1.0
         ``tau``: the count is of norms above ``tau * Z`` (paper: 1 tabular,
         0.7 images).
-    count_noise_multiplier : float, default=10.0
+    count_noise_multiplier : "auto" or float, default="auto"
         ``sigma_2``: std of the Gaussian noise on the count (sensitivity 1).
+        ``"auto"`` is the paper's 10 while the target's effective multiplier is
+        below ``10/3``; above, on small data or small epsilon, ``3 sigma_eff``
+        (the gradient's multiplier is then ``sigma_eff sqrt(9/8)``). With
+        ``calibration="paper"``, ``"auto"`` is 10. A float at or below the
+        effective multiplier the target needs is an error.
     calibration : {"accountant", "paper"}, default="accountant"
         ``"accountant"``: gradient and count on the same batch are one Gaussian
         mechanism with ``sigma_eff = (sigma_1^-2 + sigma_2^-2)^(-1/2)``, and
@@ -263,6 +268,8 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
         ``sigma_1``, gradient-noise std over ``max_grad_norm``.
     effective_noise_multiplier_ : float
         ``(sigma_1^-2 + sigma_2^-2)^(-1/2)`` for ``"adapt"``, else ``sigma_1``.
+    count_noise_multiplier_ : float
+        ``sigma_2`` used (``inf`` for ``"global"``, ``"clip"`` and non-private fits).
     history_ : skorch.history.History
         Per-epoch training loss on raw batches (NOT covered by the guarantee).
     n_steps_ : int
@@ -319,8 +326,8 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
                 f"z_min={self.z_min!r} must not exceed z_max={self.z_max!r} (clamps of Z)"
             )
 
-    def _count_noise_multiplier(self) -> float:
-        return float(self.count_noise_multiplier) if self.variant == "adapt" else math.inf
+    def _count_noise_multiplier(self) -> float | str:
+        return self.count_noise_multiplier if self.variant == "adapt" else math.inf
 
     def _make_problem(self, ctx, plan):
         names = ("variant", "max_grad_norm", "z_init", "z_lr", "z_threshold", "z_min", "z_max")
@@ -338,6 +345,7 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
                 return np.zeros(0)
             return torch.stack(log).cpu().numpy().astype(float)
 
+        self.count_noise_multiplier_ = plan.statistics
         self.z_history_ = stacked(problem.z_log)
         self.clip_fraction_history_ = stacked(problem.fraction_log)
         # public after the fit: the next Z (a function of the released counts)

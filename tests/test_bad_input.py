@@ -84,10 +84,12 @@ def _param_msg(name, expected):
 
 EPSILON = _param_msg("epsilon", r"a float in the range \(0\.0, inf\) or a float among \{inf\}")
 DELTA = _param_msg("delta", r"a str among \{'auto'\} or a float in the range \(0\.0, 1\.0\)")
-BATCH = _param_msg("batch_size", r"an int in the range \[1, inf\)")
-EPOCHS = _param_msg("max_epochs", r"an int in the range \[1, inf\)")
+# (estimators that resolve "auto" in fit also accept that string)
+AUTO = r"(?: or a str among \{'auto'\})?"
+BATCH = _param_msg("batch_size", r"an int in the range \[1, inf\)" + AUTO)
+EPOCHS = _param_msg("max_epochs", r"an int in the range \[1, inf\)" + AUTO)
 LR = _param_msg("lr", r"a float in the range \(0\.0, inf\)")
-CLIP = _param_msg("max_grad_norm", r"a float in the range \(0\.0, inf\)")
+CLIP = _param_msg("max_grad_norm", r"a float in the range \(0\.0, inf\)" + AUTO)
 HIDDEN = _param_msg(
     "hidden_layer_sizes", r"a sequence of positive ints \(the hidden layer widths.*"
 )

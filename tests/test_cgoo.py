@@ -967,3 +967,48 @@ def test_no_small_cell_warning_on_adult():
     n = len(adult.target)
     assert est.cell_frequencies_.min() * n > 1000
     assert est.privacy_spent_.epsilon <= 1.0
+
+
+# -- issue 12: schedules by n, pessimistic restricted master ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "batch", "epochs"),
+    [(100, 32, 192), (750, 64, 52), (1494, 128, 52), (3390, 256, 46), (36631, 256, 20)],
+)
+def test_dpsgd_auto_schedule_golden(n, batch, epochs):
+    from skfairdp.logistic import auto_batch_size, auto_max_epochs
+
+    assert auto_batch_size(n) == batch
+    assert auto_max_epochs(n, batch) == epochs
+
+
+def test_dpsgd_auto_schedule_is_resolved_and_stored():
+    from skfairdp import DPSGDClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    model = DPSGDClassifier(epsilon=1.0, random_state=0).fit(X, y)
+    assert (model.batch_size_, model.max_epochs_) == (32, 64)
+    assert model.get_params()["batch_size"] == "auto"
+    fixed = DPSGDClassifier(epsilon=1.0, batch_size=64, max_epochs=3, random_state=0).fit(X, y)
+    assert (fixed.batch_size_, fixed.max_epochs_) == (64, 3)
+
+
+def test_noise_margin_penalises_oracle_atoms_only():
+    from skfairdp.reductions.frank_wolfe import restricted_master
+
+    class Linear:
+        bound = 0.05
+
+        def linear_forms(self):
+            # objective: error-like c.J; one gap row
+            return np.array([-1.0, 0.0]), np.array([[1.0, -1.0]]), np.zeros(1)
+
+    # a free atom (exact) and an oracle atom that looks slightly better on noisy stats
+    J = np.array([[0.50, 0.50], [0.52, 0.50]])
+    w0, _ = restricted_master(J, Linear(), np.array([0.5, 0.5]))
+    assert w0[1] == pytest.approx(1.0)
+    w1, _ = restricted_master(J, Linear(), np.array([0.5, 0.5]), np.array([0.0, 0.05]))
+    assert w1[0] == pytest.approx(1.0)

@@ -436,3 +436,40 @@ def test_metadata_routing_disabled_is_plain_fit():
         pipe = Pipeline([("clf", GlobalScalingDPClassifier(epsilon=np.inf, max_epochs=1))])
         pipe.fit(X, y)
         assert pipe.predict(X).shape == y.shape
+
+
+# ---------------------------------------------------------------------------
+# count_noise_multiplier="auto" (small data: the target needs sigma_eff >= 10)
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("effective", [0.5, 1.0, 3.0, 10 / 3, 3.4, 9.99, 10.0, 10.89, 40.0])
+def test_auto_count_noise_keeps_the_joint_multiplier(effective):
+    from skfairdp._dpsgd import (
+        auto_count_noise_multiplier,
+        joint_noise_multiplier,
+        split_auto_noise_multiplier,
+    )
+
+    z1 = split_auto_noise_multiplier(effective)
+    z2 = auto_count_noise_multiplier(z1)
+    joint = joint_noise_multiplier(z1, z2)
+    assert joint >= effective
+    assert joint == pytest.approx(effective, rel=1e-9)
+    assert z2 >= 10.0
+    if effective <= 3.0:  # the paper's setting where it is cheap
+        assert z2 == 10.0
+    if effective >= 10 / 3 * 1.01:
+        assert z2 == pytest.approx(3.0 * effective, rel=1e-9)
+        assert z1 == pytest.approx(effective * math.sqrt(9 / 8), rel=1e-9)
+
+
+def test_auto_count_noise_fits_where_the_paper_value_cannot():
+    # 300 rows, whole-data batches: the target needs sigma_eff > 10, which the
+    # paper's sigma_2 = 10 cannot give (the error of the float setting).
+    X, y, _ = make_biased_data(n=300)
+    params = dict(epsilon=0.5, hidden_layer_sizes=(), batch_size=300, max_epochs=20)
+    with pytest.raises(ValueError, match="count_noise_multiplier=10 must exceed"):
+        GlobalScalingDPClassifier(count_noise_multiplier=10.0, **params).fit(X, y)
+    est = GlobalScalingDPClassifier(random_state=0, **params).fit(X, y)
+    assert est.effective_noise_multiplier_ > 10
+    assert est.count_noise_multiplier_ == pytest.approx(3 * est.effective_noise_multiplier_)
+    assert est.privacy_spent_.epsilon <= 0.5

@@ -215,7 +215,7 @@ def test_released_histograms_and_data_dependent_bounds_scale_too(data, monkeypat
     ).set_params(max_sample_weight=3.0)
     est = _fit(est, X, y, s, sample_weight=np.ones(len(y)))
     counts, gradients = stds[0::2], stds[1::2]  # per step: the 2K counts, then the gradient
-    assert counts == [3.0 * est.count_noise_multiplier] * est.n_steps_
+    assert counts == [3.0 * est.count_noise_multiplier_] * est.n_steps_
     bounds = est.group_clip_history_.max(axis=1)
     np.testing.assert_allclose(gradients, 3.0 * est.noise_multiplier_ * bounds, rtol=1e-12)
 

@@ -118,9 +118,11 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
     noise_multiplier : None or float, default=None
         ``None`` calibrates ``sigma_1`` to ``(epsilon, delta)``; a float fixes it
         and caps the steps to the budget, as in :class:`~skfairdp.DPFermiClassifier`.
-    count_noise_multiplier : float, default=10.0
+    count_noise_multiplier : "auto" or float, default="auto"
         Std of the noise on each of the ``2K`` counts (sensitivity 1); the paper
-        uses ``10 sigma``.
+        uses ``10 sigma``. ``"auto"``: 10 while the target's effective multiplier
+        is below ``10/3``, else three times it, as in
+        :class:`~skfairdp.GlobalScalingDPClassifier`.
     calibration : {"accountant", "paper"}, default="accountant"
         As :class:`~skfairdp.GlobalScalingDPClassifier` (``"paper"``: the
         counts and the gradient composed as if independent; warns).
@@ -174,8 +176,8 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
             "enabled inside a Pipeline or GridSearchCV).",
         )
 
-    def _count_noise_multiplier(self) -> float:
-        return float(self.count_noise_multiplier)
+    def _count_noise_multiplier(self) -> float | str:
+        return self.count_noise_multiplier
 
     def _make_problem(self, ctx, plan):
         return DPSGDFProblem(
@@ -186,6 +188,7 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
         )
 
     def _store_fitted(self, problem, plan) -> None:
+        self.count_noise_multiplier_ = plan.statistics
         k = self.group_encoder_.n_groups_
         self.group_clip_history_ = (
             torch.stack(problem.bounds_log).cpu().numpy()

@@ -157,17 +157,23 @@ def step_size(t: int, step: str) -> float:
 
 
 def fully_corrective_weights(
-    statistics: np.ndarray, problem: PenalisedObjective, fallback: np.ndarray
+    statistics: np.ndarray,
+    problem: PenalisedObjective,
+    fallback: np.ndarray,
+    noise_std: np.ndarray | None = None,
 ) -> np.ndarray:
     """Mixture weights over all atoms minimising the objective on the released statistics.
 
     See :func:`restricted_master` (this returns its weights).
     """
-    return restricted_master(statistics, problem, fallback)[0]
+    return restricted_master(statistics, problem, fallback, noise_std)[0]
 
 
 def restricted_master(
-    statistics: np.ndarray, problem: PenalisedObjective, fallback: np.ndarray
+    statistics: np.ndarray,
+    problem: PenalisedObjective,
+    fallback: np.ndarray,
+    noise_std: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The best mixture of the atoms found so far, and the direction of the next oracle call.
 
@@ -192,6 +198,14 @@ def restricted_master(
     problem : PenalisedObjective
     fallback : ndarray of shape (m,)
         Start of the non-linear solve (e.g. the Frank–Wolfe weights).
+    noise_std : ndarray of shape (m,), optional
+        Margin times the public standard deviation of each atom's released
+        statistics (per coordinate; 0 for the free atoms, whose statistics are
+        known). The linear program is then pessimistic: an atom's objective value
+        and each of its constraint values ``a.J`` are raised by ``||a|| * std``, an
+        upper bound of the mixture's noise (``||alpha||_2 <= ||alpha||_1``), so that
+        the noise of the released statistics cannot make an atom look feasible or
+        cheap (a winner's curse that grows with the number of atoms).
 
     Returns
     -------
@@ -204,9 +218,10 @@ def restricted_master(
     if forms is not None:
         c, A, b = forms
         m = J.shape[0]
+        std = np.zeros(m) if noise_std is None else np.asarray(noise_std, dtype=np.float64)
         result = linprog(
-            c=J @ c,
-            A_ub=A @ J.T,
+            c=J @ c + std * np.linalg.norm(c),
+            A_ub=A @ J.T + np.outer(np.linalg.norm(A, axis=1), std),
             b_ub=problem.bound - b,
             A_eq=np.ones((1, m)),
             b_eq=np.ones(1),
