@@ -20,6 +20,7 @@ from .events import (
 from .mechanisms import EventRecorder, gaussian_sum, noisy_count, noisy_histogram
 from .random import RandomSource
 from .sampling import PoissonSampler, ShuffledBatches
+from .spent import spent, spent_event
 
 __all__ = [
     "EventRecorder",
@@ -40,4 +41,6 @@ __all__ = [
     "noisy_histogram",
     "resolve_delta",
     "sampled_gaussian_steps_event",
+    "spent",
+    "spent_event",
 ]
