@@ -60,7 +60,7 @@ DELTA = 1e-5
 
 #: Each private method's grid (the knob that trades error for fairness).
 GRIDS = {
-    "dpfermi": (0.0, 0.5, 1.0, 2.0, 4.0),
+    "dpfermi": (0.0, 1.0, 4.0, 16.0, 64.0),
     "raco": (0.02, 0.05, 0.1),
     "cgoo": (0.01, 0.02, 0.05),
     "expgrad": (0.01, 0.02, 0.05),
@@ -115,6 +115,8 @@ def _default_models(seed: int) -> dict:
     from skfairdp import (
         CGOOReduction,
         DPFermiClassifier,
+        DPSGDFClassifier,
+        FairLensClassifier,
         GlobalScalingDPClassifier,
         RaCODPClassifier,
     )
@@ -127,6 +129,8 @@ def _default_models(seed: int) -> dict:
         "GlobalScalingDPClassifier": GlobalScalingDPClassifier(**kw),
         "CGOOReduction": CGOOReduction(**kw),
         "DPSGDClassifier": DPSGDClassifier(**kw),
+        "DPSGDFClassifier": DPSGDFClassifier(**kw),
+        "FairLensClassifier": FairLensClassifier(**kw),
     }
 
 
