@@ -23,6 +23,12 @@ skips fits already there; ``report`` writes ``results/cgoo.md``):
     at epsilon = 1 on the same splits, for the comparison section of the report
     (beside DP-FERMI's curve from ``results/eo.csv`` and the published Jagielski
     et al. 2019 points).
+``defaults``
+    Issue 12's target: every estimator fits with its defaults and is no worse than
+    the majority class at epsilon = 1 on every bundled dataset of >= 1,000 rows
+    (``BENCHMARK_DATASETS`` via ``load_dataset``): ``CGOOReduction()`` (demographic
+    parity, bound 0.05; its violation against the bound), ``DPSGDClassifier()`` and
+    the training set's majority class, delta = 1e-5.
 ``cost``
     Fit time at epsilon = inf with sklearn's ``LogisticRegression`` as oracle
     (``max_iter`` oracle calls) vs ``ExponentiatedGradient`` with the same oracle
@@ -43,6 +49,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import time
 import warnings
@@ -73,12 +80,17 @@ VIOLATION = {
 }
 
 
-def _data(name: str, seed: int):
-    if name not in ("credit", "adult", "adult-2k"):
-        from skfairdp.datasets import load_dataset
+@functools.lru_cache(maxsize=2)
+def _registry_arrays(name: str):
+    from skfairdp.datasets import load_dataset
 
-        X, y, s = load_dataset(name, return_X_y_s=True)
-        X = np.asarray(X, dtype=np.float32)
+    X, y, s = load_dataset(name, return_X_y_s=True)
+    return np.asarray(X, dtype=np.float32), np.asarray(y), np.asarray(s)
+
+
+def _data(name: str, seed: int, registry: bool = False):
+    if registry or name not in ("credit", "adult", "adult-2k"):
+        X, y, s = _registry_arrays(name)
         return train_test_split(X, y, s, test_size=0.25, random_state=seed, stratify=s)
     if name == "credit":
         d = load_credit_card(preprocess=True)
@@ -114,7 +126,8 @@ def _expected(y, s, p1, constraint):
 
 def _row(experiment, dataset, method, objective, constraint, eps, bound, seed, split, model, t):
     Xtr, Xte, ytr, yte, str_, ste = split
-    pred = model.predict(Xte) if method == "raco" else model.predict(Xte, random_state=seed)
+    deterministic = method in ("raco", "dpsgd", "majority")
+    pred = model.predict(Xte) if deterministic else model.predict(Xte, random_state=seed)
     p1 = model.predict_proba(Xte)[:, 1]
     exp_err, exp_viol = _expected(yte, ste, p1, constraint)
     spent = getattr(model, "privacy_spent_", None)
@@ -163,6 +176,17 @@ def _cgoo(split, constraint, eps, bound, seed, objective="error_rate", estimator
     return model, time.perf_counter() - start
 
 
+def _cgoo_defaults(split, seed):
+    """``CGOOReduction()`` with every default but the protocol's delta and seed."""
+    Xtr, _, ytr, _, str_, _ = split
+    model = CGOOReduction(delta=1e-5, random_state=seed)
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(Xtr, ytr, sensitive_features=str_)
+    return model, time.perf_counter() - start
+
+
 def _raco(split, constraint, eps, tolerance, seed):
     from skfairdp import RaCODPClassifier
 
@@ -174,6 +198,30 @@ def _raco(split, constraint, eps, tolerance, seed):
         model.fit(Xtr, ytr, sensitive_features=str_)
     model.predictors_ = [model]
     return model, time.perf_counter() - start
+
+
+def _dpsgd(split, eps, seed):
+    """``DPSGDClassifier()`` with its defaults (the exported baseline and default oracle)."""
+    from skfairdp import DPSGDClassifier
+
+    Xtr, _, ytr, _, _, _ = split
+    model = DPSGDClassifier(epsilon=eps, delta=1e-5, random_state=seed)
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(Xtr, ytr)
+    model.predictors_ = [model]
+    return model, time.perf_counter() - start
+
+
+def _majority(split):
+    """The training set's majority class (the target's reference)."""
+    from sklearn.dummy import DummyClassifier
+
+    Xtr, _, ytr, _, _, _ = split
+    model = DummyClassifier(strategy="most_frequent").fit(Xtr, ytr)
+    model.predictors_ = [model]
+    return model, 0.0
 
 
 class _ExpGrad:
@@ -246,6 +294,16 @@ def _plan(experiment: str, seeds):
         for seed in seeds:
             for tolerance in (0.02, 0.05, 0.1):
                 yield "adult", "raco", "error_rate", "equalized_odds", 1.0, tolerance, seed
+    elif experiment == "defaults":
+        from skfairdp.datasets import BENCHMARK_DATASETS
+
+        # small tables first (where the defaults are at risk), then the large ones
+        order = sorted(BENCHMARK_DATASETS, key=lambda d: (d.startswith(("adult", "credit")), d))
+        order = [d for d in order if d not in ("adult", "adult-race")] + ["adult-race", "adult"]
+        for dataset in order:
+            for seed in seeds:
+                for method in ("majority", "cgoo-defaults", "dpsgd"):
+                    yield dataset, method, "error_rate", "demographic_parity", 1.0, 0.05, seed
     elif experiment == "cost":
         for seed in seeds:
             yield "adult", "cost-cgoo", "error_rate", "demographic_parity", math.inf, 0.02, seed
@@ -256,6 +314,9 @@ def _plan(experiment: str, seeds):
 
 
 def run(experiments, seeds, resume: bool) -> None:
+    import torch
+
+    torch.set_num_threads(1)  # 2 shared cores; run with OMP_NUM_THREADS=1 too
     RESULTS.mkdir(exist_ok=True)
     done = _done() if resume else set()
     splits: dict = {}
@@ -265,8 +326,17 @@ def run(experiments, seeds, resume: bool) -> None:
                    str(seed))  # fmt: skip
             if key in done:
                 continue
-            split = splits.setdefault((dataset, seed), _data(dataset, seed))
-            if method == "expgrad" or method == "cost-eg":
+            registry = experiment == "defaults"
+            if (dataset, seed, registry) not in splits:
+                splits[dataset, seed, registry] = _data(dataset, seed, registry)
+            split = splits[dataset, seed, registry]
+            if method == "majority":
+                model, elapsed = _majority(split)
+            elif method == "dpsgd":
+                model, elapsed = _dpsgd(split, eps, seed)
+            elif method == "cgoo-defaults":
+                model, elapsed = _cgoo_defaults(split, seed)
+            elif method == "expgrad" or method == "cost-eg":
                 start = time.perf_counter()
                 model = _ExpGrad(constraint, bound).fit(split[0], split[2], split[4])
                 elapsed = time.perf_counter() - start

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["power_of_two_batch_size", "min_steps_epochs"]
+__all__ = ["power_of_two_batch_size", "min_steps_epochs", "reduction_iterations"]
 
 
 def power_of_two_batch_size(n_samples: int, fraction_inv: float, low: int, high: int) -> int:
@@ -24,3 +24,15 @@ def min_steps_epochs(n_samples: int, batch_size: int, min_epochs: int, min_steps
     """``min_epochs`` passes, or more so that the run takes at least ``min_steps`` steps."""
     steps_per_epoch = max(1.0, n_samples / batch_size)
     return int(max(min_epochs, math.ceil(min_steps / steps_per_epoch)))
+
+
+def reduction_iterations(n_samples: int, epsilon: float, scale: float, low: int, high: int) -> int:
+    """``round((n * epsilon)^(2/3) / scale)`` within ``[low, high]`` (``high`` at ``epsilon=inf``).
+
+    A reduction's ``T`` oracle calls share the budget: each released statistic
+    carries noise of std ``~ sqrt(T) / (n epsilon)`` while Frank–Wolfe's own error
+    falls like ``1 / T``; the two balance at ``T ~ (n epsilon)^(2/3)``.
+    """
+    if math.isinf(epsilon):
+        return int(high)
+    return int(min(high, max(low, round((n_samples * epsilon) ** (2.0 / 3.0) / scale))))
