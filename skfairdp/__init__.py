@@ -1,14 +1,27 @@
-"""skfairdp: differentially private and fair estimators with a scikit-learn API."""
+"""skfairdp: differentially private and fair estimators with a scikit-learn API.
+
+The estimators are imported on first use (PEP 562), so ``import skfairdp`` and the
+``skfairdp`` command's ``--help`` do not load torch or scikit-learn.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0.dev0"
 
-from .baselines import DPSGDFClassifier, FairLensClassifier  # noqa: E402
-from .fermi import DPFermiClassifier  # noqa: E402
-from .global_scaling import GlobalScalingDPClassifier  # noqa: E402
-from .linear_regression import DPSGDRegressor  # noqa: E402
-from .logistic import DPSGDClassifier  # noqa: E402
-from .raco import RaCODPClassifier  # noqa: E402
-from .reductions import CGOOReduction  # noqa: E402
+# public name -> submodule that defines it
+_EXPORTS = {
+    "CGOOReduction": "reductions",
+    "DPFermiClassifier": "fermi",
+    "DPSGDClassifier": "logistic",
+    "DPSGDFClassifier": "baselines",
+    "DPSGDRegressor": "linear_regression",
+    "FairLensClassifier": "baselines",
+    "GlobalScalingDPClassifier": "global_scaling",
+    "RaCODPClassifier": "raco",
+}
 
 __all__ = [
     "CGOOReduction",
@@ -21,3 +34,31 @@ __all__ = [
     "RaCODPClassifier",
     "__version__",
 ]
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .baselines import DPSGDFClassifier, FairLensClassifier
+    from .fermi import DPFermiClassifier
+    from .global_scaling import GlobalScalingDPClassifier
+    from .linear_regression import DPSGDRegressor
+    from .logistic import DPSGDClassifier
+    from .raco import RaCODPClassifier
+    from .reductions import CGOOReduction
+
+
+def __getattr__(name: str) -> Any:
+    """Import an exported estimator, or a submodule, the first time it is used."""
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("__"):
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

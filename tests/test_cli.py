@@ -1,8 +1,9 @@
-"""The ``skfairdp`` command: ``demo`` end to end (tiny) and ``--help``."""
+"""The ``skfairdp`` command: ``demo`` and ``benchmark`` end to end (tiny), ``--help``."""
 
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -11,33 +12,52 @@ import pytest
 import torch
 
 import skfairdp
-from skfairdp.cli import PLOT_NAME, TABLE_NAME, build_parser, main
+from skfairdp.benchmarks import BENCHMARKS
+from skfairdp.cli import DEMO_ESTIMATORS, PLOT_NAME, TABLE_NAME, build_parser, main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HEADER = ["fairness_weight", "test_accuracy", "dp_violation", "epsilon_spent", "delta"]
+HEADER = ["estimator", "setting", "test_error", "dp_violation", "epsilon_spent", "delta"]
+HEAVY = ("torch", "sklearn", "numpy", "pandas", "matplotlib", "scipy", "skorch", "fairlearn")
 
 
 def test_public_exports():
     assert skfairdp.DPFermiClassifier.__name__ == "DPFermiClassifier"
     assert isinstance(skfairdp.__version__, str) and skfairdp.__version__
     assert set(skfairdp.__all__) >= {"DPFermiClassifier", "__version__"}
+    for name in skfairdp.__all__:
+        assert getattr(skfairdp, name) is not None
+    assert set(skfairdp.__all__) <= set(dir(skfairdp))
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        skfairdp.nope  # noqa: B018
+
+
+def _table_rows(stdout: str) -> list[list[str]]:
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:6] == HEADER)
+    rows = []
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            break
+        rows.append(line.split())
+    return rows
 
 
 def test_demo_prints_table_and_writes_png(tmp_path, capsys):
     threads = torch.get_num_threads()
     out = tmp_path / "demo"
-    code = main(
-        ["demo", "--max-epochs", "1", "--weights", "0", "2", "--output", out, "--no-progress"]
-    )
+    argv = ["demo", "--estimators", "dpfermi", "dpsgd", "--max-epochs", "1"]
+    code = main([*argv, "--weights", "0", "4", "--output", out, "--no-progress"])
     assert code == 0
     assert torch.get_num_threads() == threads  # --threads is restored afterwards
     stdout = capsys.readouterr().out
-    lines = stdout.splitlines()
-    header = next(i for i, line in enumerate(lines) if line.split()[:5] == HEADER)
-    rows = [line.split() for line in lines[header + 1 : header + 3]]
-    assert [float(r[0]) for r in rows] == [0.0, 2.0]
-    for _weight, accuracy, violation, eps, delta, seconds in rows:
-        assert 0.5 < float(accuracy) <= 1.0
+    rows = _table_rows(stdout)
+    assert [r[:2] for r in rows] == [
+        ["DPFermiClassifier", "λ=0"],
+        ["DPFermiClassifier", "λ=4"],
+        ["DPSGDClassifier", "defaults"],
+    ]
+    for _name, _setting, error, violation, eps, delta, seconds in rows:
+        assert 0.0 <= float(error) < 0.5
         assert 0.0 <= float(violation) <= 1.0
         assert 0.0 < float(eps) <= 1.0 + 1e-6  # never more than the target epsilon
         assert float(delta) == pytest.approx(1e-5)
@@ -47,27 +67,15 @@ def test_demo_prints_table_and_writes_png(tmp_path, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with open(out / TABLE_NAME, newline="") as handle:
         table = list(csv.DictReader(handle))
-    assert [float(r["fairness_weight"]) for r in table] == [0.0, 2.0]
+    assert [r["setting"] for r in table] == ["λ=0", "λ=4", "defaults"]
 
 
 def test_demo_non_private(tmp_path, capsys):
-    code = main(
-        [
-            "demo",
-            "--epsilon",
-            "inf",
-            "--max-epochs",
-            "1",
-            "--weights",
-            "0",
-            "--output",
-            tmp_path,
-            "--no-progress",
-        ]
-    )
+    argv = ["demo", "--epsilon", "inf", "--estimators", "dpfermi", "--max-epochs", "1"]
+    code = main([*argv, "--weights", "0", "--output", tmp_path, "--no-progress"])
     assert code == 0
-    row = capsys.readouterr().out.split("fit_seconds\n", 1)[1].splitlines()[0].split()
-    assert row[3] == "inf" and row[4] == "0"
+    row = _table_rows(capsys.readouterr().out)[0]
+    assert row[4] == "inf" and row[5] == "0"
     assert (tmp_path / PLOT_NAME).exists()
 
 
@@ -77,6 +85,10 @@ def test_demo_non_private(tmp_path, capsys):
         ["demo", "--weights", "-1"],
         ["demo", "--epsilon", "0"],
         ["demo", "--max-epochs", "0"],
+        ["demo", "--tolerances", "1.5"],
+        ["demo", "--estimators", "nonsense"],
+        ["benchmark", "nonsense"],
+        ["benchmark", "dpfermi", "--seeds", "-1"],
         ["nonsense"],
     ],
 )
@@ -89,17 +101,49 @@ def test_bad_arguments_exit_with_usage_error(argv, capsys):
 
 def test_no_command_prints_help(capsys):
     assert main([]) == 2
-    assert "demo" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "demo" in out and "benchmark" in out
 
 
 def test_parser_defaults():
     args = build_parser().parse_args(["demo"])
     assert args.epsilon == 1.0 and args.delta == 1e-5 and args.seed == 0
-    assert args.max_epochs == skfairdp.DPFermiClassifier().max_epochs
-    assert args.weights == [0.0, 1.0, 2.0, 4.0, 8.0]
+    assert args.max_epochs is None  # each estimator's own default
+    assert args.weights == [0.0, 1.0, 4.0, 16.0, 64.0]  # DP-FERMI's documented range 0-64
+    assert args.estimators == ["dpfermi", "raco", "cgoo", "global-scaling", "dpsgd"]
+    assert set(DEMO_ESTIMATORS) >= set(args.estimators)
+    args = build_parser().parse_args(["benchmark", "all"])
+    assert args.quick is False and args.seeds is None
+    assert args.output == "skfairdp-benchmarks"
+    assert set(BENCHMARKS) == {"dpfermi", "raco", "global-scaling", "cgoo", "federated"}
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["demo", "--help"]])
+def test_demo_covers_every_exported_classifier():
+    exported = {n for n in skfairdp.__all__ if n.endswith("Classifier") or n == "CGOOReduction"}
+    assert {cls for cls, _ in DEMO_ESTIMATORS.values()} == exported
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["demo", "--help"], ["benchmark", "--help"]])
+def test_help_imports_no_heavy_module(argv):
+    """``--help`` parses without importing torch, scikit-learn, numpy, ... (lazy imports)."""
+    code = (
+        "import json, sys\n"
+        "from skfairdp.cli import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert "usage: skfairdp" in result.stdout
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["benchmark", "--help"]])
 def test_python_m_skfairdp_help(argv):
     result = subprocess.run(
         [sys.executable, "-m", "skfairdp", *argv],
@@ -111,4 +155,4 @@ def test_python_m_skfairdp_help(argv):
     )
     assert result.returncode == 0, result.stderr
     assert "usage: skfairdp" in result.stdout
-    assert "demo" in result.stdout
+    assert "demo" in result.stdout or "dpfermi" in result.stdout

@@ -1,0 +1,100 @@
+"""``skfairdp benchmark``: one quick benchmark end to end, the reports, a missing module."""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+
+import pytest
+
+from skfairdp.benchmarks import BENCHMARKS, BenchmarkUnavailable, run_benchmark
+from skfairdp.benchmarks._published import DPFERMI_CURVES, best_error_below, published
+from skfairdp.benchmarks._tradeoff import report
+from skfairdp.cli import main
+
+
+def test_quick_dpfermi_writes_csv_markdown_png(tmp_path, capsys):
+    out = tmp_path / "bench"
+    assert main(["benchmark", "dpfermi", "--quick", "--output", out, "--no-progress"]) == 0
+    stdout = capsys.readouterr().out
+    assert "PASS: every private fit spends ε ≤ its target" in stdout
+    with open(out / "dpfermi.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["setting"], r["seed"]) for r in rows] == [("λ=0", "0"), ("λ=16", "0")]
+    for r in rows:
+        assert 0 < float(r["epsilon_spent"]) <= float(r["epsilon"]) == 1.0
+        assert 0.0 <= float(r["error"]) < 0.5 and 0.0 <= float(r["dp_violation"]) <= 1.0
+    # the fairness weight does its job even on the quick subsample (one seed, margin 0.05)
+    assert float(rows[1]["dp_violation"]) < float(rows[0]["dp_violation"]) - 0.05
+    md = (out / "dpfermi.md").read_text(encoding="utf-8")
+    assert "Reproduce: `skfairdp benchmark dpfermi --quick`" in md
+    assert "DP-FERMI, ε = 1 (error / violation): λ=0: 0.1585 / 0.2017" in md  # published
+    assert "**Quick run**" in md
+    assert (out / "dpfermi.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_federated_reports_missing_module(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "skfairdp.federated", None)  # import now fails
+    out = tmp_path / "fed"
+    assert main(["benchmark", "federated", "--quick", "--output", out, "--no-progress"]) == 1
+    assert "needs skfairdp.federated" in capsys.readouterr().err
+    assert not out.exists()
+    with pytest.raises(BenchmarkUnavailable):
+        run_benchmark("federated", quick=True, output=out, progress=False)
+
+
+def test_unknown_benchmark():
+    with pytest.raises(ValueError, match="unknown benchmark"):
+        run_benchmark("nope")
+    assert "all" not in BENCHMARKS
+
+
+def _row(method, eps, setting, seed, error, dp, spent):
+    return dict(
+        method=method, dataset="adult", n_train=100, setting=setting, value=0.0,
+        epsilon=eps, seed=seed, epsilon_spent=spent, delta_spent=1e-5, seconds=1.0,
+        error=error, dp_violation=dp, eo_violation=dp,
+    )  # fmt: skip
+
+
+def test_tradeoff_report_means_published_and_accounting(tmp_path):
+    rows = [
+        _row("M", 1.0, "a", 0, 0.10, 0.10, 0.99),
+        _row("M", 1.0, "a", 1, 0.20, 0.06, 0.99),
+        _row("M", 1.0, "b", 0, 0.30, 0.01, 1.01),  # over budget: must FAIL
+        _row("M", 1.0, "b", 1, 0.30, 0.03, 0.99),
+    ]
+    paths = report(
+        rows, output=tmp_path, stem="t", title="T", name="dpfermi", quick=False,
+        seeds=(0, 1), protocol="p", notion="dp",
+        published={1.0: [("DP-FERMI", published("DP-FERMI", "dp", "adult", 1.0))]},
+    )  # fmt: skip
+    assert [p.name for p in paths] == ["t.csv", "t.md", "t.png"]
+    md = paths[1].read_text(encoding="utf-8")
+    assert "| M | 1 | a | 2 | 0.1500 ± 0.0707 | 0.0800 ± 0.0283 |" in md
+    assert "- FAIL: every private fit spends ε ≤ its target" in md and "1 over" in md
+    # lowest mean error at mean violation <= 0.1: a (0.15); <= 0.05 and <= 0.02: b (0.30)
+    assert "| M | 1 | 0.1500 (a) | 0.3000 (b) | 0.3000 (b) |" in md
+    assert "| DP-FERMI (published) | 1 | 0.1663 (λ=0.5) | 0.1763 (λ=0.75) | 0.1869 (λ=1) |" in md
+
+
+def test_published_numbers():
+    assert best_error_below([("x", 0.2, 0.1), ("y", 0.3, 0.01)], 0.05) == (0.3, "y")
+    assert best_error_below([("x", 0.2, 0.1)], 0.05) is None
+    for points in DPFERMI_CURVES.values():
+        for _label, error, violation in points:
+            assert 0 < error < 0.5 and 0 <= violation < 0.3
+    assert published("DP-FERMI", "dp", "adult", math.inf)[0] == ("λ=0", 0.1555, 0.1980)
+
+
+def test_global_scaling_accuracy_drops():
+    from skfairdp.benchmarks.global_scaling import _add_gaps
+
+    rows = [
+        dict(method="non-private", seed=0, acc_male=80.0, acc_female=92.0),
+        dict(method="DPSGD", seed=0, acc_male=70.0, acc_female=89.0),
+    ]
+    _add_gaps(rows)
+    assert rows[1]["pi_male"] == 10.0 and rows[1]["pi_female"] == 3.0
+    assert rows[1]["pi_mf"] == 7.0 and "pi_mf" not in rows[0]
