@@ -20,8 +20,8 @@ How each kind of estimator is planned:
   recorded), and a fit that stops early records a prefix of this event;
 - an object with a ``planned_event(n_samples)`` method taking only the size
   (:mod:`skfairdp.preprocessing`): that method;
-- a :class:`~sklearn.pipeline.Pipeline`: the composition of its steps' plans (every
-  step is fit on the same ``n_samples`` rows);
+- a :class:`~sklearn.pipeline.Pipeline` or :class:`~sklearn.compose.ColumnTransformer`:
+  the composition of its steps' plans (every step is fit on the same ``n_samples`` rows);
 - ``"passthrough"``/``None`` steps and stateless transformers (``requires_fit``
   tag False, e.g. ``FunctionTransformer``): nothing;
 - any other estimator (a scikit-learn ``StandardScaler``, ``LogisticRegression``):
@@ -37,11 +37,22 @@ import warnings
 import dp_accounting
 import numpy as np
 from sklearn.base import clone
+from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 
 from .privacy.events import compose
 
-__all__ = ["is_stateless", "planned_fit_event"]
+__all__ = ["is_stateless", "planned_fit_event", "plans_by_size"]
+
+
+def plans_by_size(method):
+    """Mark a ``planned_event(n_samples)`` method as the planning call of this module.
+
+    For a private step whose event depends only on its parameters and the number of
+    rows (:mod:`skfairdp.preprocessing`); :func:`planned_fit_event` calls it.
+    """
+    method._plans_by_size = True
+    return method
 
 
 def is_stateless(estimator) -> bool:
@@ -78,8 +89,11 @@ def planned_fit_event(estimator, n_samples: int) -> dp_accounting.DpEvent:
         return dp_accounting.NoOpDpEvent()
     if isinstance(estimator, Pipeline):
         return compose(planned_fit_event(step, n) for _, step in estimator.steps)
+    if isinstance(estimator, ColumnTransformer):
+        parts = [t for _, t, _ in estimator.transformers] + [estimator.remainder]
+        return compose(planned_fit_event(t, n) for t in parts)
     planner = getattr(estimator, "planned_event", None)
-    if planner is not None and getattr(planner, "_takes_size_only", False):
+    if planner is not None and getattr(planner, "_plans_by_size", False):
         return planner(n)
     from ._private_fit import PrivateFitMixin  # the fit template imports skfairdp.privacy
 
@@ -92,13 +106,18 @@ def planned_delta(estimator, n_samples: int) -> float | None:
     """The delta a fit of ``estimator`` on ``n_samples`` rows would target (None if none)."""
     from .privacy import resolve_delta
 
-    if isinstance(estimator, Pipeline):
-        deltas = [planned_delta(step, n_samples) for _, step in estimator.steps]
+    if isinstance(estimator, (Pipeline, ColumnTransformer)):
+        steps = (
+            [s for _, s in estimator.steps]
+            if isinstance(estimator, Pipeline)
+            else [t for _, t, _ in estimator.transformers]
+        )
+        deltas = [planned_delta(step, n_samples) for step in steps]
         deltas = [d for d in deltas if d is not None]
         return min(deltas) if deltas else None
     delta = getattr(estimator, "delta", None)
     epsilon = getattr(estimator, "epsilon", math.inf)
-    if delta is None or is_stateless(estimator) or math.isinf(float(epsilon)):
+    if delta is None or epsilon is None or is_stateless(estimator) or math.isinf(epsilon):
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

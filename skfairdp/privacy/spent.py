@@ -43,6 +43,10 @@ from .events import compose
 
 __all__ = ["spent", "spent_event"]
 
+# The unit of a release that read only X and y (a scikit-learn step, a skfairdp
+# preprocessing step): priced as "record", free under "sensitive" (X, y public).
+_XY = "xy"
+
 
 @dataclass(frozen=True)
 class _Release:
@@ -125,11 +129,14 @@ def spent_event(obj, *, X=None, y=None, groups=None) -> dp_accounting.DpEvent:
 
 def _composed(obj, X, y, groups) -> tuple[dp_accounting.DpEvent, list[_Release]]:
     releases = list(_releases(obj, X, y, groups))
+    if _one_unit(releases) == "sensitive":
+        # X and y are public under this unit: what reads only them releases nothing private
+        releases = [r for r in releases if r.privacy_unit != _XY]
     return compose(r.event for r in releases), releases
 
 
 def _one_unit(releases: list[_Release]) -> str:
-    units = {r.privacy_unit for r in releases if not _is_noop(r.event)}
+    units = {r.privacy_unit for r in releases if not _is_noop(r.event) and r.privacy_unit != _XY}
     if len(units) > 1:
         raise ValueError(
             f"the fits use different privacy units {sorted(units)}: their guarantees are about "
@@ -162,6 +169,8 @@ def _options(estimator) -> tuple[str, str]:
     unit = options.get("privacy_unit", getattr(estimator, "privacy_unit", "record"))
     if unit not in PRIVACY_UNITS:
         unit = "record"
+    if getattr(estimator, "_reads_only_xy", False):
+        unit = _XY
     return unit, options.get("accountant", getattr(estimator, "accountant", "auto"))
 
 
@@ -208,7 +217,7 @@ def _releases(obj, X, y, groups):
     else:
         _check_fitted(obj)
         # fitted on the data without any noise (a scikit-learn scaler, a non-private model)
-        yield _Release(dp_accounting.NonPrivateDpEvent(), None, "record", "auto")
+        yield _Release(dp_accounting.NonPrivateDpEvent(), None, _XY, "auto")
 
 
 def _check_fitted(obj) -> None:
@@ -252,6 +261,7 @@ def _search_releases(search, X, y, groups):
 
 def _planned(estimator, n: int):
     """The planned releases of fitting ``estimator`` on ``n`` rows, step by step."""
+    from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
 
     from .._planning import planned_delta, planned_fit_event
@@ -260,7 +270,14 @@ def _planned(estimator, n: int):
         for _, step in estimator.steps:
             yield from _planned(step, n)
         return
+    if isinstance(estimator, ColumnTransformer):
+        for _, transformer, _ in estimator.transformers:
+            yield from _planned(transformer, n)
+        yield from _planned(estimator.remainder, n)
+        return
     unit, accountant = _options(estimator)
+    if getattr(estimator, "dp_event_", None) is None and not hasattr(estimator, "epsilon"):
+        unit = _XY  # a scikit-learn step: reads X (and y) only
     if accountant not in ("auto", "rdp", "pld"):
         accountant = "auto"
     yield _Release(planned_fit_event(estimator, n), planned_delta(estimator, n), unit, accountant)
