@@ -1,0 +1,470 @@
+"""A silo: its own rows, sampler, clipping, noise, random stream and accountant.
+
+Under inter-silo record-level DP (ISRL-DP) everything a silo sends must be DP with
+respect to its own records, against an untrusted server and the other silos. So
+everything that decides how private a reply is lives here and is fixed when the
+silo is built (:class:`SiloConfig`): the target ``(epsilon, delta)``, the privacy
+unit, the clipping norm, the Poisson rate, the number of rounds it will answer, and
+the noise multipliers calibrated from them. What the server sends each round
+(:data:`BROADCAST_KEYS`) is public state: ``theta``, ``W``, the released group
+priors and label weights. A broadcast with any other field is refused, so a
+server cannot ask for less noise, and a request past the budget raises
+:class:`SiloBudgetExceeded`. The replies (:data:`REPLY_KEYS`) are the noised,
+averaged gradients only.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import pickle
+import warnings
+from dataclasses import asdict, dataclass
+
+import dp_accounting
+import numpy as np
+import torch
+
+from ..fermi import DUAL_NOISE_RATIO, GROUP_PRIOR_BUDGET_SHARE, w_clip_norm
+from ..privacy import (
+    EventRecorder,
+    PoissonSampler,
+    RandomSource,
+    ShuffledBatches,
+    calibration,
+    gaussian_sum,
+    joint_noise_multiplier,
+    noisy_histogram,
+    resolve_delta,
+    sampled_gaussian_steps_event,
+)
+from ..privacy.accountant import epsilon_spent
+from ..privacy.analytic import gaussian_noise_multiplier
+from ..privacy.closed_form import theorem_3_3_preconditions, theorem_3_3_sigmas
+from ..privacy.events import compose, gaussian_release_event
+from . import objective
+from .release import SiloBatch, clipped_sums
+
+__all__ = [
+    "BROADCAST_KEYS",
+    "REPLY_KEYS",
+    "Silo",
+    "SiloBudgetExceeded",
+    "SiloConfig",
+]
+
+#: What a server may send each training round (all public).
+BROADCAST_KEYS = frozenset({"round", "theta", "W", "pinv", "label_weights"})
+#: What a silo sends back each training round: noisy mean gradients in theta and W.
+REPLY_KEYS = frozenset({"theta", "W"})
+#: What a silo sends back in round 0: its noisy histogram.
+HISTOGRAM_KEYS = frozenset({"counts"})
+
+
+@functools.lru_cache(maxsize=128)
+def _calibrated(epsilon, delta, sampling_rate, rounds, histogram_multiplier, accountant, unit):
+    """Smallest joint step multiplier of a silo's planned event (silos alike share it)."""
+    hist = (
+        gaussian_release_event(histogram_multiplier)
+        if math.isfinite(histogram_multiplier)
+        else dp_accounting.NoOpDpEvent()
+    )
+
+    def planned(z):
+        return compose([hist, sampled_gaussian_steps_event(z, sampling_rate, rounds)])
+
+    return calibration.calibrate_noise_multiplier(
+        epsilon, delta, planned, accountant=accountant, privacy_unit=unit
+    )
+
+
+class SiloBudgetExceeded(RuntimeError):
+    """A silo was asked for a release its privacy budget does not cover."""
+
+
+@dataclass(frozen=True)
+class SiloConfig:
+    """What a silo decides for itself (its privacy) and the objective it agreed to.
+
+    Parameters
+    ----------
+    epsilon : float
+        The silo's target epsilon (``inf``: no privacy).
+    delta : float or "auto"
+        Target delta; ``"auto"`` is ``0.1 / n_j`` rounded down (the silo's own size).
+    privacy_unit : {"record", "sensitive"}
+        What the silo protects: one of its rows, or one row's sensitive attribute.
+    max_grad_norm : float
+        Clipping norm of the per-sample theta-gradients.
+    batch_size : int
+        Expected batch size ``m``; the Poisson rate is ``min(1, m / n_j)``.
+    rounds : int
+        Training rounds the silo answers; its noise is calibrated for this many.
+    histogram : bool
+        Whether the silo answers one round-0 histogram (planned in its budget).
+    fairness, fairness_weight, n_classes, n_groups, dual_rates
+        The objective (see :class:`~skfairdp.fermi.DPFermiClassifier`); one global
+        encoding of labels and groups for every silo.
+    rho : float
+        Lower bound on group frequencies (``calibration="paper"`` uses it).
+    calibration : {"accountant", "paper"}
+        The silo's noise: the smallest for which its planned event meets
+        ``(epsilon, delta)``, or Theorem 3.3's closed form (warns when its
+        preconditions fail).
+    accountant : {"auto", "rdp", "pld"}
+    dual_bound : float or "auto"
+        ``D`` of Theorem 3.3 (``calibration="paper"`` only); ``"auto"`` from the priors.
+    secure_mode : bool
+        Noise and sampling from the OS CSPRNG.
+    """
+
+    epsilon: float
+    delta: float | str = "auto"
+    privacy_unit: str = "record"
+    max_grad_norm: float = 1.0
+    batch_size: int = 256
+    rounds: int = 1000
+    histogram: bool = True
+    fairness: str = "demographic_parity"
+    fairness_weight: float = 1.0
+    n_classes: int = 2
+    n_groups: int = 2
+    dual_rates: str = "hard"
+    rho: float = 0.05
+    calibration: str = "accountant"
+    accountant: str = "auto"
+    dual_bound: float | str = "auto"
+    secure_mode: bool = False
+
+    @property
+    def private(self) -> bool:
+        return not math.isinf(self.epsilon)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Silo:
+    """One silo of a federated DP-FERMI run.
+
+    Parameters
+    ----------
+    X : ndarray of float32, shape (n_j, d)
+    y : ndarray of int64, shape (n_j,)
+        Label codes in the global encoding.
+    groups : ndarray of int64, shape (n_j,)
+        Group codes in the global encoding.
+    config : SiloConfig
+    seed : int or None
+        Seed of the silo's own random stream (sampling and noise); ``None`` draws
+        one from the OS (use ``config.secure_mode`` for deployments).
+    name : str
+        For messages.
+    device : str
+    """
+
+    def __init__(self, X, y, groups, config: SiloConfig, seed=None, name="silo", device="cpu"):
+        self.config = config
+        self.name = str(name)
+        self.X = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float32), device=device)
+        self.y = np.asarray(y, dtype=np.int64)
+        self.groups = np.asarray(groups, dtype=np.int64)
+        n = len(self.y)
+        if n == 0 or self.X.shape[0] != n or len(self.groups) != n:
+            raise ValueError(f"{self.name}: X, y and groups must have the same, non-zero length")
+        self.n_samples = n
+        self.random = RandomSource(seed, secure_mode=config.secure_mode, device=device)
+        self.recorder = EventRecorder()
+        self.delta = resolve_delta(config.delta, n) if config.private else 0.0
+        batch = int(config.batch_size)
+        if config.private:
+            self.sampler = PoissonSampler(n, min(1.0, batch / n), self.random)
+            self.sampling_rate = self.sampler.sampling_rate
+            self.expected_batch_size = self.sampler.expected_batch_size
+        else:
+            self.sampler = ShuffledBatches(n, batch, self.random)
+            self.sampling_rate = self.sampler.sampling_rate
+            self.expected_batch_size = float(self.sampler.batch_size)
+            self.recorder.record(dp_accounting.NonPrivateDpEvent())
+        self._pending: list = []  # non-private: the rest of the current shuffled epoch
+        self.rounds_done = 0
+        self.histogram_done = False
+        # noise multipliers: fixed once, at the silo's first training round
+        self.noise = None
+        self.histogram_multiplier = self._histogram_multiplier()
+
+    # -- round 0 -------------------------------------------------------------
+    def _histogram_multiplier(self) -> float:
+        c = self.config
+        if not (c.private and c.histogram):
+            return math.inf
+        share = GROUP_PRIOR_BUDGET_SHARE
+        sensitivity = 2.0 if c.privacy_unit == "sensitive" else 1.0
+        return gaussian_noise_multiplier(share * c.epsilon, share * self.delta, sensitivity)
+
+    def histogram(self, cells: str) -> dict:
+        """Round 0: this silo's noisy counts in layout ``cells`` (once, before training).
+
+        Returns
+        -------
+        dict
+            ``{"counts": ndarray}``.
+        """
+        c = self.config
+        if not c.histogram:
+            raise SiloBudgetExceeded(f"{self.name} was not configured to release a histogram")
+        if self.histogram_done or self.rounds_done:
+            raise SiloBudgetExceeded(
+                f"{self.name} releases its histogram once, before training; refused"
+            )
+        counts = objective.cell_counts(cells, self.y, self.groups, c.n_classes, c.n_groups)
+        self.histogram_done = True
+        if c.private:
+            # record: one row moves one count (sensitivity 1); sensitive: a replaced s
+            # moves two counts, modelled as sensitivity 1/sqrt(2) at the replace-one
+            # multiplier sized for distance 2 (as DPFermiClassifier)
+            moves_two = c.privacy_unit == "sensitive" and cells in ("groups", "labels_groups")
+            noisy, _ = noisy_histogram(
+                torch.from_numpy(counts),
+                self.random,
+                noise_multiplier=self.histogram_multiplier,
+                sensitivity=math.sqrt(0.5) if moves_two else 1.0,
+                recorder=self.recorder,
+            )
+            counts = noisy.numpy()
+        return {"counts": np.asarray(counts, dtype=np.float64)}
+
+    # -- noise ------------------------------------------------------------------
+    def planned_event(self, steps_multiplier: float, steps: int | None = None):
+        """The silo's planned event: its histogram (if agreed), then ``steps`` rounds."""
+        hist = (
+            gaussian_release_event(self.histogram_multiplier)
+            if math.isfinite(self.histogram_multiplier)
+            else dp_accounting.NoOpDpEvent()
+        )
+        steps = self.config.rounds if steps is None else steps
+        return compose(
+            [hist, sampled_gaussian_steps_event(steps_multiplier, self.sampling_rate, steps)]
+        )
+
+    def calibrate(self, pinv: torch.Tensor) -> dict:
+        """Fix the noise multipliers (``primal``, ``dual``, ``effective``) once.
+
+        ``pinv`` (public) is only read by ``calibration="paper"``, whose W radius
+        ``D`` and W clip depend on the priors.
+        """
+        if self.noise is not None:
+            return self.noise
+        c = self.config
+        has_dual = c.fairness_weight > 0
+        if not c.private or not (has_dual or c.privacy_unit == "record"):
+            self.noise = {"primal": math.inf, "dual": math.inf, "effective": math.inf}
+            return self.noise
+        if c.calibration == "paper":
+            self.noise = self._paper_noise(pinv)
+            return self.noise
+        ratio = DUAL_NOISE_RATIO if has_dual else math.inf
+        spread = math.sqrt(1.0 + ratio**-2)
+        try:
+            effective = _calibrated(
+                c.epsilon,
+                self.delta,
+                self.sampling_rate,
+                c.rounds,
+                self.histogram_multiplier,
+                c.accountant,
+                c.privacy_unit,
+            )
+        except ValueError as exc:
+            raise ValueError(
+                f"{self.name}: epsilon={c.epsilon:g} at delta={self.delta:g} cannot be met by "
+                f"{c.rounds} rounds at sampling rate {self.sampling_rate:.3g} ({exc}); raise "
+                "epsilon or lower the number of rounds"
+            ) from exc
+        z = effective * spread
+        z_w = DUAL_NOISE_RATIO * z if has_dual else math.inf
+        self.noise = {"primal": z, "dual": z_w, "effective": joint_noise_multiplier(z, z_w)}
+        return self.noise
+
+    def _paper_noise(self, pinv: torch.Tensor) -> dict:
+        c = self.config
+        m, n, steps = self.expected_batch_size, self.n_samples, c.rounds
+        lam = float(c.fairness_weight)
+        has_dual = lam > 0
+        problems = theorem_3_3_preconditions(
+            epsilon=c.epsilon, delta=self.delta, n_samples=n, batch_size=m, steps=steps
+        )
+        if problems:
+            warnings.warn(
+                f"{self.name}: calibration='paper': Theorem 3.3's preconditions fail ("
+                + "; ".join(problems)
+                + "); its sigmas then carry no guarantee. privacy_spent_ reports what the "
+                "accountant says the executed event costs.",
+                UserWarning,
+                stacklevel=3,
+            )
+        dual_bound = (
+            objective.DUAL_BOUND_MARGIN * math.sqrt(c.n_classes) * float(pinv.max())
+            if c.dual_bound == "auto"
+            else float(c.dual_bound)
+        )
+        sensitive_only = c.privacy_unit == "sensitive"
+        sigmas = theorem_3_3_sigmas(
+            epsilon=c.epsilon,
+            delta=self.delta,
+            n_samples=n,
+            steps=steps,
+            rho=float(c.rho),
+            lipschitz=float(c.max_grad_norm),
+            w_bound=dual_bound,
+            n_classes=c.n_classes,
+            sensitive_only=sensitive_only,
+        )
+        # sigmas are stds on batch means; ours go on sums of m rows (as DPFermiClassifier)
+        theta_std = sigmas.sigma_theta * m * (lam if sensitive_only else 1.0)
+        z = theta_std / float(c.max_grad_norm) if theta_std > 0 else math.inf
+        z_w = (lam * sigmas.sigma_w * m) / w_clip_norm(lam, pinv) if has_dual else math.inf
+        self.paper_sigmas = sigmas
+        return {"primal": z, "dual": z_w, "effective": joint_noise_multiplier(z, z_w)}
+
+    # -- one training round -----------------------------------------------------
+    def check_broadcast(self, broadcast: dict) -> None:
+        """Refuse a broadcast with fields a server may not set (e.g. noise, budget)."""
+        extra = set(broadcast) - BROADCAST_KEYS
+        missing = BROADCAST_KEYS - set(broadcast)
+        if extra or missing:
+            raise ValueError(
+                f"{self.name} refuses the broadcast: fields {sorted(extra)} are not the "
+                f"server's to send (a silo's noise, clipping and budget are its own) "
+                if extra
+                else f"{self.name} refuses the broadcast: missing fields {sorted(missing)}"
+            )
+
+    def begin_round(self, broadcast: dict) -> SiloBatch:
+        """Check the request and the budget, calibrate (first round), draw the batch."""
+        self.check_broadcast(broadcast)
+        c = self.config
+        if self.rounds_done >= c.rounds:
+            raise SiloBudgetExceeded(
+                f"{self.name} has answered its {c.rounds} budgeted rounds "
+                f"(epsilon={c.epsilon:g}, delta={self.delta:g}); round "
+                f"{int(broadcast['round'])} refused"
+            )
+        pinv = torch.as_tensor(np.asarray(broadcast["pinv"]), dtype=torch.float32)
+        noise = self.calibrate(pinv)
+        idx = self._next_batch()
+        idx_t = torch.from_numpy(idx)
+        codes, weights = objective.row_tensors(
+            c.fairness,
+            c.fairness_weight,
+            self.y[idx],
+            self.groups[idx],
+            c.n_classes,
+            np.asarray(broadcast["label_weights"], dtype=float),
+        )
+        private = c.private and math.isfinite(noise["effective"])
+        self._round = {
+            "size": len(idx),
+            "dual_clip": w_clip_norm(c.fairness_weight, pinv),
+            "private": private,
+        }
+        return SiloBatch(
+            X=self.X.index_select(0, idx_t.to(self.X.device)),
+            codes=codes,
+            weights=weights,
+            max_grad_norm=float(c.max_grad_norm) if c.private else None,
+            dual_clip=self._round["dual_clip"] if c.private else None,
+        )
+
+    def _next_batch(self) -> np.ndarray:
+        if self.config.private:
+            return self.sampler.sample(1)[0]
+        if not self._pending:
+            self._pending = list(self.sampler.epoch())
+        return self._pending.pop(0)
+
+    def finish_round(self, primal: torch.Tensor, dual: torch.Tensor | None) -> dict:
+        """Noise the clipped sums with the silo's own stream, record, average: the reply."""
+        c, state = self.config, self._round
+        if state["private"]:
+            with self.recorder.batch(self.sampling_rate):
+                # sensitive unit with lambda = 0: nothing depends on s, nothing to noise
+                if math.isfinite(self.noise["primal"]):
+                    primal = gaussian_sum(
+                        primal, c.max_grad_norm, self.noise["primal"], self.random, self.recorder
+                    )[0]
+                if dual is not None:
+                    dual = gaussian_sum(
+                        dual, state["dual_clip"], self.noise["dual"], self.random, self.recorder
+                    )[0]
+        if c.private:  # the expected batch size: data-independent
+            denominator = self.expected_batch_size
+        else:
+            denominator = float(max(state["size"], 1))
+        self.rounds_done += 1
+        self._round = None
+        reply = {"theta": (primal / denominator).cpu().numpy().astype(np.float32)}
+        if dual is not None:
+            reply["W"] = (dual / denominator).cpu().numpy().astype(np.float32)
+        return reply
+
+    def problem(self, broadcast: dict):
+        """The engine problem of a round, from the broadcast ``W`` and ``pinv``."""
+        c = self.config
+        return objective.make_problem(
+            W=torch.as_tensor(np.asarray(broadcast["W"]), dtype=torch.float32),
+            pinv=torch.as_tensor(np.asarray(broadcast["pinv"]), dtype=torch.float32),
+            fairness=c.fairness,
+            fairness_weight=c.fairness_weight,
+            privacy_unit=c.privacy_unit,
+            private=c.private,
+            dual_rates=c.dual_rates,
+        )
+
+    def release(self, broadcast: dict, module, grads_of) -> dict:
+        """One whole training round for this silo alone (what a Flower ClientApp runs).
+
+        ``module`` must hold the broadcast ``theta`` (``grads_of`` is bound to it).
+        """
+        batch = self.begin_round(broadcast)
+        ((primal, dual),) = clipped_sums(grads_of, self.problem(broadcast), [batch])
+        return self.finish_round(primal, dual)
+
+    # -- accounting -------------------------------------------------------------
+    @property
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """What the silo has released so far (recorded as it ran)."""
+        return self.recorder.build()
+
+    def privacy_spent(self):
+        """``(epsilon, delta)`` of :attr:`dp_event` by the silo's accountant."""
+        c = self.config
+        return epsilon_spent(
+            self.dp_event, self.delta, accountant=c.accountant, privacy_unit=c.privacy_unit
+        )
+
+    # -- persistence (a Flower ClientApp is a fresh process every round) ------------
+    def state_bytes(self) -> bytes:
+        """Everything that changes while the silo answers: random stream, counters, events."""
+        gen = self.random.cpu_generator
+        return pickle.dumps(
+            {
+                "generator": None if gen is None else gen.get_state(),
+                "rounds_done": self.rounds_done,
+                "histogram_done": self.histogram_done,
+                "noise": self.noise,
+                "recorder": self.recorder,
+                "pending": self._pending,
+            }
+        )
+
+    def load_state_bytes(self, blob: bytes) -> None:
+        """Restore what :meth:`state_bytes` saved (the silo's own, local state)."""
+        state = pickle.loads(blob)
+        if state["generator"] is not None:
+            self.random.cpu_generator.set_state(state["generator"])
+        self.rounds_done = state["rounds_done"]
+        self.histogram_done = state["histogram_done"]
+        self.noise = state["noise"]
+        self.recorder = state["recorder"]
+        self._pending = state["pending"]

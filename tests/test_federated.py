@@ -1,0 +1,345 @@
+"""FederatedDPFermiClassifier (SteFFLe) and its pieces, local backend (digest 004, §5)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from conftest import make_tradeoff_data
+from sklearn.base import clone
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skfairdp import ermi
+from skfairdp.engine import PerSampleGradients
+from skfairdp.federated import (
+    FederatedDPFermiClassifier,
+    Server,
+    Silo,
+    SiloBudgetExceeded,
+    SiloConfig,
+    aggregation_weights,
+    heterogeneous_partition,
+    objective,
+    silo_sizes,
+)
+from skfairdp.federated.estimator import _seeds
+from skfairdp.federated.local import run_local
+from skfairdp.federated.release import clipped_sums
+from skfairdp.fermi import w_clip_norm
+from skfairdp.privacy import RandomSource
+from skfairdp.privacy.events import sampled_gaussian_steps_event
+
+
+def _random_soft(n, k, l, seed):
+    g = torch.Generator().manual_seed(seed)
+    F = torch.softmax(torch.randn(n, l, generator=g, dtype=torch.float64) * 2, dim=1)
+    s = torch.randint(0, k, (n,), generator=g)
+    return F, s
+
+
+# -- the objective: closed forms (digest §1.4) ------------------------------------
+@pytest.mark.parametrize("k, l, seed", [(2, 2, 0), (3, 4, 1)])
+def test_closed_form_w_star_maximises_mean_psi_at_chi_square(k, l, seed):
+    F, s = _random_soft(500, k, l, seed)
+    p_s = torch.bincount(s, minlength=k).double() / len(s)
+    pinv = p_s.rsqrt().unsqueeze(0)
+    block = torch.zeros_like(s)
+    W_star = ermi.optimal_w(F, s, k, p_s).unsqueeze(0).requires_grad_(True)
+    value = ermi.psi(F, W_star, pinv, s, block).mean()
+    (grad,) = torch.autograd.grad(value, W_star)
+    assert float(grad.abs().max()) < 1e-10  # stationary; the mean is strictly concave in W
+    # Eq. (5) computed independently: sum_{j,r} p(j,r)^2 / (p(j) p(r)) - 1
+    Fn, sn = F.numpy(), s.numpy()
+    joint = np.stack([Fn[sn == r].sum(0) for r in range(k)]) / len(sn)
+    chi2 = (joint**2 / (Fn.mean(0)[None, :] * p_s.numpy()[:, None])).sum() - 1.0
+    assert value.item() == pytest.approx(chi2, abs=1e-10)
+    for _ in range(5):  # any other W is worse
+        other = W_star.detach() + 0.05 * torch.randn_like(W_star)
+        assert float(ermi.psi(F, other, pinv, s, block).mean()) < value.item()
+
+
+def test_equalized_odds_psi_reduces_to_eq_6():
+    k, l = 2, 2
+    F, s = _random_soft(800, k, l, 2)
+    y = torch.randint(0, l, (len(s),), generator=torch.Generator().manual_seed(3))
+    W, pinv, expected = torch.zeros(l, k, l, dtype=torch.float64), torch.zeros(l, k).double(), 0.0
+    for label in range(l):
+        rows = y == label
+        p_sy = torch.bincount(s[rows], minlength=k).double() / int(rows.sum())
+        pinv[label] = p_sy.rsqrt()
+        W[label] = ermi.optimal_w(F[rows], s[rows], k, p_sy)
+        expected += float(rows.double().mean()) * float(ermi.ermi(F[rows], s[rows], k, p_sy))
+    value = ermi.psi(F, W, pinv.double(), s, y).mean() + 0.0
+    # each sample uses its own label's block: the mean is sum_y p_Y(y) chi2_y (Eq. 6)
+    assert float(value) == pytest.approx(expected, abs=1e-10)
+
+
+@pytest.mark.parametrize("rho", [0.05, 0.2, 0.5])
+def test_w_gradient_sensitivity_bound_by_brute_force(rho):
+    """|grad_W psi_i(s) - grad_W psi_i(s')|_F <= 2 sqrt(2 / rho) over every flip of s."""
+    k, l = 3, 2
+    g = torch.Generator().manual_seed(int(rho * 100))
+    worst = 0.0
+    for _ in range(200):
+        F = torch.softmax(torch.randn(1, l, generator=g) * 3, dim=1)
+        p = torch.rand(k, generator=g) + rho
+        p = torch.clamp(p / p.sum(), min=rho)
+        pinv = p.rsqrt().unsqueeze(0)
+        W = torch.randn(1, k, l, generator=g)
+        block, one = torch.zeros(1, dtype=torch.long), torch.ones(1)
+        rows = [ermi.w_gradient_rows(F, W, pinv, torch.tensor([r]), block, one) for r in range(k)]
+        for a in range(k):
+            for b in range(k):
+                worst = max(worst, float((rows[a] - rows[b]).norm()))
+                # the s-dependent part alone is within the clip the silos use (lambda=1)
+                own = ermi.w_gradient_rows(F, W, pinv, torch.tensor([a]), block, one, "own")
+                assert float(own.norm()) <= w_clip_norm(1.0, pinv) + 1e-6
+    assert worst <= 2.0 * math.sqrt(2.0 / rho) + 1e-6
+
+
+# -- Algorithm 3 -----------------------------------------------------------------
+def test_algorithm_3_sizes_and_extremes():
+    n, N = 1003, 3
+    age = np.random.default_rng(0).permutation(n).astype(float)
+    for h in (0.0, 0.5, 0.75, 1.0):
+        silo = heterogeneous_partition(n, N, h, np.random.default_rng(1), age)
+        assert np.bincount(silo, minlength=N).tolist() == silo_sizes(n, N).tolist()
+        assert silo_sizes(n, N).tolist() == [334, 334, 335]
+    pure = heterogeneous_partition(n, N, 1.0, np.random.default_rng(1), age)
+    for j in range(N - 1):  # h = 1: contiguous blocks of the sorted attribute
+        assert age[pure == j].max() < age[pure == j + 1].min()
+    h75 = heterogeneous_partition(n, N, 0.75, np.random.default_rng(1), age)
+    order = np.argsort(age, kind="stable")
+    for j, (lo, hi) in enumerate([(0, 334), (334, 668), (668, 1003)]):
+        own = np.isin(np.flatnonzero(h75 == j), order[lo:hi]).sum()
+        assert own >= math.floor(0.75 * (hi - lo))
+    iid = heterogeneous_partition(n, N, 0.0, np.random.default_rng(1), age)
+    for j in range(N):  # h = 0: each silo's mean age is the population's (sd ~ 290/sqrt(334) ~ 16)
+        assert abs(age[iid == j].mean() - age.mean()) < 100
+    with pytest.raises(ValueError, match="partition attribute"):
+        heterogeneous_partition(n, N, 0.5, np.random.default_rng(1), None)
+
+
+# -- silo and server ----------------------------------------------------------------
+def _silo(n=200, seed=0, **config):
+    X, y, s = make_tradeoff_data(n, seed=seed)
+    defaults = dict(epsilon=1.0, batch_size=32, rounds=5, max_grad_norm=1.0)
+    return Silo(X, y, s, SiloConfig(**{**defaults, **config}), seed=seed), X
+
+
+def _broadcast(module, W=None, lam=1.0):
+    theta = torch.cat([p.detach().reshape(-1) for p in module.parameters()]).numpy()
+    return {
+        "round": 0,
+        "theta": theta,
+        "W": np.zeros((1, 2, 2), np.float32) if W is None else W,
+        "pinv": np.full((1, 2), math.sqrt(2.0), np.float32),
+        "label_weights": np.ones(2),
+    }
+
+
+def test_server_cannot_disable_silo_noise_or_budget():
+    silo, X = _silo(rounds=2, epsilon=0.3)
+    module = torch.nn.Linear(X.shape[1], 2)
+    state = _broadcast(module)
+    for field in ("noise_multiplier", "epsilon", "max_grad_norm", "rounds"):
+        with pytest.raises(ValueError, match="not the server's to send"):
+            silo.begin_round({**state, field: 0})
+    grads_of = PerSampleGradients(module)
+    replies = [silo.release(state, module, grads_of) for _ in range(2)]
+    with pytest.raises(SiloBudgetExceeded, match="2 budgeted rounds"):
+        silo.release(state, module, grads_of)
+    with pytest.raises(SiloBudgetExceeded, match="once, before training"):
+        silo.histogram("groups")
+    assert set(replies[0]) == {"theta", "W"}
+    # exactly two steps recorded: the refused round released nothing, and the planned
+    # histogram the server never asked for is not charged (the noise was sized for it)
+    assert silo.dp_event == sampled_gaussian_steps_event(
+        silo.noise["effective"], silo.sampling_rate, 2
+    )
+
+
+def test_silo_noise_is_its_own_and_has_its_std():
+    """The reply minus the exact clipped mean is N(0, (z C / m)^2) per coordinate."""
+    silo, X = _silo(n=400, rounds=200, histogram=False)
+    module = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 64), torch.nn.Linear(64, 2))
+    grads_of = PerSampleGradients(module)
+    state = _broadcast(module)
+    residuals = []
+    for _ in range(20):
+        batch = silo.begin_round(state)
+        ((primal, dual),) = clipped_sums(grads_of, silo.problem(state), [batch])
+        exact = primal / silo.expected_batch_size
+        residuals.append(silo.finish_round(primal, dual)["theta"] - exact.numpy())
+    residuals = np.concatenate(residuals)
+    expected = silo.noise["primal"] * 1.0 / silo.expected_batch_size
+    # ~8,000 draws: the sample sd is within 5% of sigma with probability > 1 - 1e-6
+    assert np.std(residuals) == pytest.approx(expected, rel=0.05)
+
+
+def test_paper_calibration_matches_theorem_3_3_and_warns():
+    eps, lam, clip, rounds = 1.0, 2.0, 1.0, 4000
+    silo, _ = _silo(
+        n=600,
+        rounds=rounds,
+        epsilon=eps,
+        calibration="paper",
+        privacy_unit="sensitive",
+        fairness_weight=lam,
+        rho=0.3,
+        max_grad_norm=clip,
+        delta=1e-5,
+    )
+    pinv = torch.tensor([[1.2, 1.5]])
+    noise = silo.calibrate(pinv)
+    n, m, log = 600, silo.expected_batch_size, math.log(1e5)
+    D = 1.1 * math.sqrt(2) * 1.5
+    sigma_w = math.sqrt(16 * rounds * log / (eps**2 * n**2 * 0.3))
+    sigma_theta = math.sqrt(16 * clip**2 * D**2 * rounds * log / (eps**2 * n**2 * 0.3))
+    # std on the batch MEAN of lambda grad psi: lambda sigma (the paper scales by lambda)
+    assert noise["dual"] * w_clip_norm(lam, pinv) / m == pytest.approx(lam * sigma_w, rel=1e-9)
+    assert noise["primal"] * clip / m == pytest.approx(lam * sigma_theta, rel=1e-9)
+    few, _ = _silo(n=600, rounds=10, epsilon=eps, calibration="paper", delta=1e-5)
+    with pytest.warns(UserWarning, match="preconditions fail"):
+        few.calibrate(pinv)
+
+
+def test_aggregation_weights_and_server_step():
+    assert aggregation_weights("uniform", None, 4).tolist() == [0.25] * 4
+    assert aggregation_weights("size", np.array([100.0, 300.0, -2.0]), 3) == pytest.approx(
+        [100 / 401, 300 / 401, 1 / 401]
+    )
+    module = torch.nn.Linear(3, 2)
+    stats = objective.public_statistics(
+        fairness="demographic_parity", fairness_weight=1.0, n_classes=2, n_groups=2,
+        rho=0.05, cells="groups", totals=np.array([40.0, 60.0]), group_priors=None,
+    )  # fmt: skip
+    weights = np.array([0.2, 0.8])
+    server = Server(
+        module, torch.optim.SGD(module.parameters(), lr=0.5), stats,
+        fairness="demographic_parity", fairness_weight=1.0, privacy_unit="record",
+        private=True, dual_rates="hard", dual_bound=10.0, lr_dual=0.1, weights=weights,
+        rounds=10, n_classes=2, iterate="last",
+    )  # fmt: skip
+    theta0 = server.theta()
+    replies = [
+        {"theta": np.full(8, 1.0, np.float32), "W": np.full(4, 1.0, np.float32)},
+        {"theta": np.full(8, -1.0, np.float32), "W": np.full(4, 2.0, np.float32)},
+    ]
+    server.apply(replies)
+    assert server.theta() == pytest.approx(theta0 - 0.5 * (0.2 - 0.8), abs=1e-6)
+    assert server.W.numpy().ravel() == pytest.approx([0.1 * (0.2 + 1.6)] * 4, abs=1e-6)
+    with pytest.raises(ValueError, match="expected"):  # only the declared arrays
+        server.apply([{**replies[0], "counts": np.ones(2)}, replies[1]])
+    with pytest.raises(ValueError, match="2 silos"):  # full participation
+        server.apply(replies[:1])
+
+
+def test_budget_refusal_stops_a_local_run_with_exact_accounting():
+    X, y, s = make_tradeoff_data(300, seed=4)
+    parts = np.array_split(np.arange(300), 3)
+    silos = []
+    for j, budget in enumerate([4, 4, 2]):
+        config = SiloConfig(epsilon=0.3, batch_size=20, rounds=budget, histogram=False)
+        silos.append(Silo(X[parts[j]], y[parts[j]], s[parts[j]], config, seed=j))
+    stats = objective.public_statistics(
+        fairness="demographic_parity", fairness_weight=1.0, n_classes=2, n_groups=2,
+        rho=0.05, cells=None, totals=None, group_priors=np.array([[0.5, 0.5]]),
+    )  # fmt: skip
+    module = torch.nn.Linear(3, 2)
+    server = Server(
+        module, torch.optim.SGD(module.parameters(), lr=0.1), stats,
+        fairness="demographic_parity", fairness_weight=1.0, privacy_unit="record",
+        private=True, dual_rates="hard", dual_bound=3.0, lr_dual=0.05,
+        weights=np.full(3, 1 / 3), rounds=4, n_classes=2,
+    )  # fmt: skip
+    with pytest.raises(SiloBudgetExceeded, match="2 budgeted rounds"):
+        run_local(server, silos, 4)
+    assert [silo.rounds_done for silo in silos] == [2, 2, 2]
+    for silo in silos:
+        assert silo.dp_event == sampled_gaussian_steps_event(
+            silo.noise["effective"], silo.sampling_rate, 2
+        )
+        assert silo.privacy_spent().epsilon < 0.3
+
+
+# -- the estimator --------------------------------------------------------------
+def test_one_silo_no_fairness_no_privacy_is_minibatch_sgd():
+    X, y, s = make_tradeoff_data(240, seed=5)
+    clf = FederatedDPFermiClassifier(
+        fairness_weight=0.0, epsilon=np.inf, n_silos=1, batch_size=50, max_epochs=3, lr=0.3,
+        iterate="last", random_state=7,
+    ).fit(X, y)  # fmt: skip
+    silo_seed, init_seed = _seeds(RandomSource(7), 2)
+    module = clf._initial_module(3, 2, init_seed)
+    opt = torch.optim.SGD(module.parameters(), lr=0.3)
+    from skfairdp.privacy import ShuffledBatches
+
+    batches = ShuffledBatches(240, 50, RandomSource(silo_seed))
+    Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
+    for _ in range(3):
+        for idx in batches.epoch():
+            idx = torch.from_numpy(idx)
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(module(Xt[idx]), yt[idx]).backward()
+            opt.step()
+    for a, b in zip(clf.module_.parameters(), module.parameters()):
+        assert torch.allclose(a, b, atol=1e-5)
+    assert clf.n_rounds_ == 15 and clf.privacy_spent_[0].epsilon == math.inf
+
+
+def test_fit_accounts_per_silo_and_lowers_violation():
+    X, y, s = make_tradeoff_data(1500, seed=6)
+    Xte, yte, ste = make_tradeoff_data(1500, seed=7)
+    ids = np.repeat(["a", "b", "c"], [300, 500, 700])
+    kw = dict(epsilon=2.0, random_state=0, max_epochs=10, lr=0.5)
+    fair = FederatedDPFermiClassifier(fairness_weight=8.0, **kw)
+    fair.fit(X, y, sensitive_features=s, silo_ids=ids)
+    base = FederatedDPFermiClassifier(fairness_weight=0.0, **kw).fit(X, y, silo_ids=ids)
+    assert list(fair.privacy_spent_) == ["a", "b", "c"]
+    for label, n_j in zip("abc", (300, 500, 700)):
+        spent = fair.privacy_spent_[label]
+        assert 1.9 < spent.epsilon <= 2.0 and spent.delta == pytest.approx(
+            0.1 / n_j if n_j != 300 else 3e-4, rel=0.5
+        )
+        # the recorded event: the round-0 histogram, then every round at the silo's own rate
+        z = fair.noise_multiplier_[label]
+        assert fair.dp_event_[label].events[1].event.event.noise_multiplier == pytest.approx(
+            z / math.sqrt(1 + 0.25), rel=1e-9
+        )
+    # a smaller silo samples at a higher rate: it needs more noise for the same epsilon
+    assert fair.noise_multiplier_["a"] > fair.noise_multiplier_["c"]
+
+    def violation(clf):
+        p = clf.predict(Xte)
+        return abs(p[ste == 1].mean() - p[ste == 0].mean())
+
+    assert violation(fair) < violation(base) - 0.1
+    assert fair.W_.shape == (1, 2, 2) and fair.aggregation_weights_.tolist() == [1 / 3] * 3
+
+
+def test_sklearn_conventions_and_routing(routing):
+    X, y, s = make_tradeoff_data(300, seed=8)
+    ids = np.arange(300) % 2
+    clf = FederatedDPFermiClassifier(epsilon=np.inf, max_epochs=2, random_state=0)
+    assert clone(clf).get_params() == clf.get_params()
+    pipe = make_pipeline(StandardScaler(), clf).fit(X, y, sensitive_features=s, silo_ids=ids)
+    assert len(pipe[-1].silos_) == 2 and pipe.predict(X).shape == (300,)
+    with pytest.raises(ValueError, match="sensitive_features is required"):
+        clone(clf).fit(X, y)
+    with pytest.raises(ValueError, match="partition_feature"):
+        FederatedDPFermiClassifier(heterogeneity=0.5).fit(X, y, sensitive_features=s)
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        FederatedDPFermiClassifier(noise_multiplier=1.0).fit(X, y, sensitive_features=s)
+
+
+def test_heterogeneous_partition_and_size_aggregation():
+    X, y, s = make_tradeoff_data(600, seed=9)
+    clf = FederatedDPFermiClassifier(
+        epsilon=3.0, heterogeneity=1.0, partition_feature=1, aggregation="size",
+        max_epochs=2, random_state=1,
+    ).fit(X, y, sensitive_features=s)  # fmt: skip
+    # sizes from each silo's noisy group histogram: close to 200 each, summing to 1
+    assert clf.aggregation_weights_.sum() == pytest.approx(1.0)
+    assert clf.aggregation_weights_ == pytest.approx([1 / 3] * 3, abs=0.05)
