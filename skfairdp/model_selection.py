@@ -307,7 +307,13 @@ def _dominates(a: dp_accounting.DpEvent, b: dp_accounting.DpEvent) -> bool:
         ra, rb = _rdp_of(a), _rdp_of(b)
     if ra is None or rb is None:
         return False
-    return bool(np.all(ra >= rb - 1e-12 * np.maximum(1.0, np.abs(rb))))
+    finite = np.isfinite(rb)
+    ok = np.where(
+        finite,
+        ra >= np.where(finite, rb - 1e-12 * np.maximum(1.0, np.abs(rb)), 0.0),
+        np.isposinf(ra),
+    )
+    return bool(np.all(ok))
 
 
 def _cover(events: list[dp_accounting.DpEvent]) -> tuple[dp_accounting.DpEvent, bool]:

@@ -1,0 +1,388 @@
+"""skfairdp.model_selection.PrivateSearchCV: accounting, K, selection, calibration, routing.
+
+Most tests use a toy private classifier (a threshold on one feature whose event
+is one calibrated Gaussian release), so the search's own logic is tested in
+milliseconds; one test runs the search on a real estimator.
+"""
+
+import math
+import warnings
+
+import dp_accounting
+import numpy as np
+import pytest
+import sklearn
+from conftest import make_biased_data
+from dp_accounting import dp_event
+from dp_accounting.rdp import RdpAccountant
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import balanced_accuracy_score
+from sklearn.pipeline import make_pipeline
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skfairdp import DPSGDClassifier
+from skfairdp._planning import plans_by_size
+from skfairdp.metrics import (
+    demographic_parity_violation,
+    equal_opportunity_violation,
+    equalized_odds_violation,
+)
+from skfairdp.model_selection import (
+    PrivateSearchCV,
+    _noisy_statistics,
+    _selection_key,
+    draw_n_runs,
+    n_runs_pmf,
+    run_distribution_shape,
+)
+from skfairdp.preprocessing import DPStandardScaler
+from skfairdp.privacy import (
+    RandomSource,
+    calibrate_noise_multiplier,
+    gaussian_release_event,
+    resolve_delta,
+    spent,
+)
+
+
+class ToyPrivateClassifier(ClassifierMixin, BaseEstimator):
+    """Predicts ``X[:, column] > threshold``; 'releases' one Gaussian calibrated to its budget.
+
+    ``releases`` Gaussian releases per fit (a parameter that changes the event).
+    Records the metadata it received.
+    """
+
+    __metadata_request__fit = {"sensitive_features": True}
+
+    def __init__(self, threshold=0.0, column=0, releases=1, epsilon=1.0, delta=1e-5,
+                 random_state=None, secure_mode=False):  # fmt: skip
+        self.threshold = threshold
+        self.column = column
+        self.releases = releases
+        self.epsilon = epsilon
+        self.delta = delta
+        self.random_state = random_state
+        self.secure_mode = secure_mode
+
+    @plans_by_size
+    def planned_event(self, n_samples):
+        delta = resolve_delta(self.delta, n_samples)
+        k = int(self.releases)
+        z = calibrate_noise_multiplier(
+            self.epsilon, delta, lambda z: _repeat(gaussian_release_event(z), k), accountant="rdp"
+        )
+        return _repeat(gaussian_release_event(z), k)
+
+    def fit(self, X, y, *, sensitive_features=None):
+        self.classes_ = np.unique(y)
+        self.received_ = None if sensitive_features is None else np.asarray(sensitive_features)
+        self.n_fit_ = len(X)
+        self.dp_event_ = self.planned_event(len(X))
+        self.n_features_in_ = np.asarray(X).shape[1]
+        return self
+
+    def predict(self, X):
+        return self.classes_[(np.asarray(X)[:, self.column] > self.threshold).astype(int)]
+
+
+def _repeat(event, k):
+    return event if k == 1 else dp_accounting.SelfComposedDpEvent(event, k)
+
+
+def _rdp_epsilon(event, delta):
+    acc = RdpAccountant()
+    acc.compose(event)
+    return acc.get_epsilon(delta)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_biased_data(n=2000, seed=0)
+
+
+# ---------------------------------------------------------------------------
+# accounting against dp-accounting directly; the calibration meets the total
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("distribution", ["truncated_negative_binomial", "poisson", "geometric",
+                                          "logarithmic"])  # fmt: skip
+def test_accounting_against_dp_accounting(data, distribution):
+    X, y, _ = data
+    search = PrivateSearchCV(
+        ToyPrivateClassifier(), {"threshold": [0.0, 0.5, 1.0]}, epsilon=2.0, delta=1e-5,
+        n_candidates_mean=4, distribution=distribution, random_state=0,
+    ).fit(X, y)  # fmt: skip
+    n_train = len(X) - math.ceil(0.2 * len(X))
+    fit = ToyPrivateClassifier(epsilon=search.inner_epsilon_, delta=1e-5).planned_event(n_train)
+    run = dp_accounting.ComposedDpEvent(
+        [fit, dp_accounting.GaussianDpEvent(search.score_noise_multiplier_)]
+    )
+    shape = {"truncated_negative_binomial": 0.5, "poisson": math.inf, "geometric": 1.0,
+             "logarithmic": 0.0}[distribution]  # fmt: skip
+    expected = dp_event.RepeatAndSelectDpEvent(run, 4.0, shape)
+    assert search.dp_event_ == expected
+    eps = _rdp_epsilon(expected, 1e-5)
+    assert search.privacy_spent_.epsilon == pytest.approx(eps, rel=1e-12)
+    # calibrated: within the budget, and not wastefully below it
+    assert 0.995 * 2.0 <= eps <= 2.0
+    assert search.inner_epsilon_ < 2.0
+    assert spent(search) == search.privacy_spent_
+    # the score noise of "auto": one release alone spends a tenth of epsilon
+    alone = _rdp_epsilon(dp_accounting.GaussianDpEvent(search.score_noise_multiplier_), 1e-5)
+    assert alone == pytest.approx(0.2, rel=2e-3)
+
+
+def test_candidates_with_different_events(data):
+    """A dominating candidate covers the others exactly; otherwise their composition (warned)."""
+    X, y, _ = data
+    search = PrivateSearchCV(
+        ToyPrivateClassifier(), {"releases": [1, 3], "threshold": [0.0, 1.0]}, epsilon=2.0,
+        delta=1e-5, random_state=0,
+    ).fit(X, y)  # fmt: skip
+    assert search.exact_cover_  # same budget: 3 releases of more noise vs 1 of less
+    assert search.privacy_spent_.epsilon <= 2.0
+    # a Gaussian and a Poisson-subsampled composition whose RDP curves cross
+    assert not _crossing_curves_dominate()
+
+
+def _crossing_curves_dominate():
+    from skfairdp.model_selection import _cover
+    from skfairdp.privacy.accountant import _rdp_of
+
+    a = dp_accounting.GaussianDpEvent(1.0)
+    b = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(0.7)), 1000
+    )
+    ra, rb = _rdp_of(a), _rdp_of(b)
+    assert np.any(ra > rb) and np.any(rb > ra)  # the curves cross
+    cover, exact = _cover([a, b])
+    assert cover == dp_accounting.ComposedDpEvent([a, b])
+    return exact
+
+
+def test_unplanned_event_is_refused(data):
+    """A parameter drawn from a distribution that changes the event after planning: refused."""
+    X, y, _ = data
+
+    class Sneaky:
+        calls = 0
+
+        def rvs(self, random_state=None):
+            type(self).calls += 1
+            return 1 if type(self).calls <= 16 else 5  # 16 planning draws see 1 release
+
+    search = PrivateSearchCV(ToyPrivateClassifier(), {"releases": Sneaky()}, random_state=0)
+    with pytest.raises(RuntimeError, match="did not plan"):
+        search.fit(X, y)
+
+
+# ---------------------------------------------------------------------------
+# the distribution of K
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("distribution", ["truncated_negative_binomial", "poisson", "geometric",
+                                          "logarithmic"])  # fmt: skip
+def test_pmf_is_a_distribution_with_the_stated_mean(distribution):
+    k = np.arange(0, 20000)
+    p = n_runs_pmf(k, distribution, 5.0, 0.5)
+    assert p.sum() == pytest.approx(1.0, abs=1e-9)
+    # dp-accounting's gamma is its conservative estimate: mean within 1e-6
+    assert (k * p).sum() == pytest.approx(5.0, rel=1e-6)
+    assert (p[0] > 0) == (distribution == "poisson")
+
+
+def test_geometric_pmf_closed_form():
+    k = np.arange(1, 30)
+    np.testing.assert_allclose(n_runs_pmf(k, "geometric", 4.0), 0.25 * 0.75 ** (k - 1))
+    np.testing.assert_allclose(
+        n_runs_pmf(k, "truncated_negative_binomial", 4.0, shape=1.0), 0.25 * 0.75 ** (k - 1)
+    )
+
+
+@pytest.mark.parametrize("distribution", ["truncated_negative_binomial", "poisson", "geometric",
+                                          "logarithmic"])  # fmt: skip
+def test_draws_follow_the_pmf(distribution):
+    """4000 seeded draws: each of k = 0..7's frequency within 5 binomial sd (fails < 1e-4)."""
+    source = RandomSource(123)
+    draws = np.array([draw_n_runs(source, distribution, 3.0, 0.5) for _ in range(4000)])
+    for k in range(8):
+        p = float(n_runs_pmf(k, distribution, 3.0, 0.5)[0])
+        sd = math.sqrt(p * (1 - p) / len(draws))
+        assert abs(np.mean(draws == k) - p) <= 5 * sd + 1e-12
+    assert draws.min() >= (0 if distribution == "poisson" else 1)
+
+
+def test_shapes():
+    assert run_distribution_shape("poisson") == math.inf
+    assert run_distribution_shape("geometric") == 1.0
+    assert run_distribution_shape("logarithmic") == 0.0
+    assert run_distribution_shape("truncated_negative_binomial", 0.3) == 0.3
+    with pytest.raises(ValueError):
+        run_distribution_shape("uniform")
+
+
+# ---------------------------------------------------------------------------
+# selection on noisy statistics
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(10))
+def test_noise_free_statistics_match_the_metrics(seed):
+    rng = np.random.default_rng(seed)
+    n = 300
+    g, t, p = rng.integers(0, 3, n), rng.integers(0, 2, n), rng.integers(0, 2, n)
+    cells = np.zeros((3, 2, 2))
+    np.add.at(cells, (g, t, p), 1)
+    for fairness, metric in [
+        ("demographic_parity", demographic_parity_violation),
+        ("equal_opportunity", equal_opportunity_violation),
+        ("equalized_odds", equalized_odds_violation),
+    ]:
+        stats = _noisy_statistics(cells, fairness, "accuracy")
+        assert stats["score"] == pytest.approx(np.mean(t == p))
+        assert stats["violation"] == pytest.approx(metric(t, p, sensitive_features=g))
+    balanced = _noisy_statistics(cells, None, "balanced_accuracy")["score"]
+    assert balanced == pytest.approx(balanced_accuracy_score(t, p))
+
+
+def test_selection_order():
+    key = lambda score, violation: _selection_key(  # noqa: E731
+        {"score": score, "violation": violation}, 0.05
+    )
+    assert key(0.80, 0.04) > key(0.90, 0.06)  # meeting the bound beats a better score
+    assert key(0.85, 0.01) > key(0.80, 0.04)  # among feasible: the better score
+    assert key(0.70, 0.06) > key(0.90, 0.20)  # among infeasible: the smaller violation
+    assert _selection_key({"score": 0.9, "violation": 0.5}, None) > _selection_key(
+        {"score": 0.8, "violation": 0.0}, None
+    )
+
+
+def test_fairness_aware_selection_picks_the_fair_threshold():
+    """Column 0 is a group proxy (accurate, unfair), column 1 is fair: the bound decides."""
+    rng = np.random.default_rng(0)
+    n = 20000
+    s = rng.integers(0, 2, n)
+    y = rng.integers(0, 2, n)
+    proxy = y + 0.8 * s + 0.3 * rng.normal(size=n)  # accurate-ish, strongly group-dependent
+    fair = y + 0.6 * rng.normal(size=n)  # less accurate, group-independent
+    X = np.column_stack([proxy - 0.9, fair - 0.5])
+    space = {"column": [0, 1]}
+    kw = dict(epsilon=4.0, n_candidates_mean=8, random_state=0, fairness="demographic_parity")
+    fair_search = PrivateSearchCV(ToyPrivateClassifier(), space, max_violation=0.05, **kw)
+    fair_search.fit(X, y, sensitive_features=s)
+    assert fair_search.best_params_ == {"column": 1}
+    assert fair_search.cv_results_["meets_bound"] == [True]
+    free = PrivateSearchCV(ToyPrivateClassifier(), space, **kw).fit(X, y, sensitive_features=s)
+    assert free.best_params_ == {"column": 0}
+    assert free.best_violation_ > 0.2
+
+
+def test_only_released_values_are_kept(data):
+    X, y, s = data
+    search = PrivateSearchCV(
+        ToyPrivateClassifier(), {"threshold": [0.0, 0.5]}, fairness="equal_opportunity",
+        random_state=0,
+    ).fit(X, y, sensitive_features=s)  # fmt: skip
+    assert set(search.cv_results_) == {"params", "noisy_score", "noisy_violation", "meets_bound"}
+    assert all(len(v) == 1 for v in search.cv_results_.values())
+    fitted = {k for k in vars(search) if k.endswith("_") and not k.startswith("_")}
+    assert fitted == {
+        "best_estimator_", "best_params_", "best_score_", "best_violation_", "cv_results_",
+        "classes_", "delta_", "dp_event_", "exact_cover_", "inner_epsilon_", "n_features_in_",
+        "privacy_spent_", "score_noise_multiplier_",
+    }  # fmt: skip  # nothing about K or the other runs
+    np.testing.assert_array_equal(search.predict(X), search.best_estimator_.predict(X))
+
+
+def test_poisson_zero_runs_releases_nothing(data):
+    X, y, _ = data
+    seed = next(
+        seed for seed in range(100)
+        if draw_n_runs(_source_after_split(seed, len(X)), "poisson", 1.0) == 0
+    )  # fmt: skip
+    search = PrivateSearchCV(
+        ToyPrivateClassifier(), {"threshold": [0.0]}, distribution="poisson",
+        n_candidates_mean=1.0, random_state=seed,
+    )  # fmt: skip
+    with pytest.warns(UserWarning, match="K=0"):
+        search.fit(X, y)
+    assert search.best_estimator_ is None
+    with pytest.raises(ValueError, match="no model"):
+        search.predict(X)
+
+
+def _source_after_split(seed, n):
+    source = RandomSource(seed)
+    source.permutation(n)  # the split is drawn first
+    return source
+
+
+# ---------------------------------------------------------------------------
+# metadata routing
+# ---------------------------------------------------------------------------
+def test_routing_of_sensitive_features(data):
+    X, y, s = data
+    n_train = len(X) - math.ceil(0.2 * len(X))
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = make_pipeline(DPStandardScaler(bounds=(-5, 5)), ToyPrivateClassifier())
+        search = PrivateSearchCV(
+            pipe, {"toyprivateclassifier__threshold": [0.0, 1.0]},
+            fairness="demographic_parity", random_state=0,
+        ).fit(X, y, sensitive_features=s)  # fmt: skip
+        received = search.best_estimator_[-1].received_
+        assert received is not None and len(received) == n_train
+        # the rows it got are the training rows' groups (a subset of s, in order)
+        assert search.best_estimator_[-1].n_fit_ == n_train
+    # without routing: passed to an estimator whose fit accepts them
+    plain = PrivateSearchCV(ToyPrivateClassifier(), {"threshold": [0.0]}, random_state=0)
+    assert len(plain.fit(X, y, sensitive_features=s).best_estimator_.received_) == n_train
+    # ... and not to one whose fit does not (DPSGD's fit takes them; a pipeline step__ does)
+    piped = PrivateSearchCV(
+        make_pipeline(DPStandardScaler(bounds=(-5, 5)), ToyPrivateClassifier()),
+        {"toyprivateclassifier__threshold": [0.0]}, random_state=0,
+    ).fit(X, y, sensitive_features=s)  # fmt: skip
+    assert len(piped.best_estimator_[-1].received_) == n_train
+
+
+# ---------------------------------------------------------------------------
+# a real estimator
+# ---------------------------------------------------------------------------
+def test_real_estimator_end_to_end():
+    X, y, s = make_biased_data(n=600, seed=0)
+    search = PrivateSearchCV(
+        DPSGDClassifier(batch_size=64, max_epochs=1), {"lr": [0.1, 1.0]}, epsilon=2.0,
+        n_candidates_mean=2, fairness="demographic_parity", max_violation=0.3, random_state=0,
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search.fit(X, y, sensitive_features=s)
+    assert search.privacy_spent_.epsilon <= 2.0
+    assert search.best_estimator_.epsilon == search.inner_epsilon_
+    assert search.best_estimator_.privacy_spent_.epsilon <= search.inner_epsilon_
+    assert search.predict(X).shape == (600,)
+    assert 0.0 <= search.best_score_ <= 1.0
+
+
+# ---------------------------------------------------------------------------
+# bad input
+# ---------------------------------------------------------------------------
+def test_bad_input(data):
+    X, y, s = data
+    toy = ToyPrivateClassifier()
+    with pytest.raises(ValueError, match="needs a fairness notion"):
+        PrivateSearchCV(toy, {"threshold": [0]}, max_violation=0.1).fit(X, y)
+    with pytest.raises(ValueError, match="sensitive_features"):
+        PrivateSearchCV(toy, {"threshold": [0]}, fairness="demographic_parity").fit(X, y)
+    with pytest.raises(InvalidParameterError):
+        PrivateSearchCV(toy, {"threshold": [0]}, distribution="uniform").fit(X, y)
+    with pytest.raises(InvalidParameterError):
+        PrivateSearchCV(toy, {"threshold": [0]}, n_candidates_mean=0.5).fit(X, y)
+    with pytest.raises(TypeError, match="epsilon/delta"):
+        PrivateSearchCV(LogisticRegression(), {"C": [1.0]}).fit(X, y)
+    with pytest.raises(TypeError, match="non-empty list"):
+        PrivateSearchCV(toy, {"threshold": []}).fit(X, y)
+    with pytest.raises(TypeError, match="non-empty dict"):
+        PrivateSearchCV(toy, [{}]).fit(X, y)
+    with pytest.raises(ValueError, match="no training rows"):
+        PrivateSearchCV(toy, {"threshold": [0]}, validation_size=len(X)).fit(X, y)
+    with pytest.raises(ValueError, match="no inner budget"):
+        PrivateSearchCV(toy, {"threshold": [0]}, epsilon=0.05, score_noise_multiplier=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="2 classes"):
+        PrivateSearchCV(toy, {"threshold": [0]}).fit(X, np.zeros(len(X)))
