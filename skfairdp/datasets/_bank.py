@@ -130,6 +130,12 @@ def load_bank_marketing(
         categorical attributes one-hot encoded (columns such as
         ``"month_may"``), as ``float32``: 50 columns for the age groups, 48
         for the marital groups.
+        The z-scoring statistics (means and standard deviations of the whole
+        table) and the category lists are computed from the data: they are
+        outside any differential-privacy guarantee.  For a private pipeline,
+        load the raw table and start the pipeline with
+        :class:`~skfairdp.preprocessing.DPStandardScaler` and
+        :class:`~skfairdp.preprocessing.DPOneHotEncoder`.
     as_frame : bool, default=True
         If True, ``data``, ``target`` and ``sensitive_features`` are pandas
         objects and ``frame`` is filled in.  If False, they are NumPy arrays

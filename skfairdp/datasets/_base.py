@@ -339,6 +339,12 @@ def load_adult(
         (columns such as ``"workclass_Private"``), giving 102 ``float32``
         columns (99 with ``sensitive_feature="race"``, where ``sex`` takes
         the place of ``race``).  The index is reset to a ``RangeIndex``.
+        The z-scoring statistics (means and standard deviations of the whole
+        table) and the category lists are computed from the data: they are
+        outside any differential-privacy guarantee.  For a private pipeline,
+        load the raw table and start the pipeline with
+        :class:`~skfairdp.preprocessing.DPStandardScaler` and
+        :class:`~skfairdp.preprocessing.DPOneHotEncoder`.
     as_frame : bool, default=True
         If True, ``data``, ``target`` and ``sensitive_features`` are pandas
         objects and ``frame`` is filled in.  If False, they are NumPy arrays
@@ -382,7 +388,8 @@ def load_adult(
     by the differential-privacy guarantee of any estimator trained on the
     result; the preprocessing is the published experimental protocol of the
     papers, provided for reproducibility.  For a privacy-clean pipeline use
-    ``preprocess=False`` and data-independent (public) transformations.
+    ``preprocess=False`` and :mod:`skfairdp.preprocessing` (declared bounds and
+    categories, or noisy statistics with their own privacy cost).
 
     The dataset is distributed by the UCI Machine Learning Repository under
     the Creative Commons Attribution 4.0 International (CC BY 4.0) licence.
@@ -478,6 +485,12 @@ def load_credit_card(
         z-scored and the 8 categorical columns one-hot encoded (columns such
         as ``"EDUCATION_2"`` or ``"PAY_0_-1"``), giving 85 ``float32``
         columns.  There are no missing values, so all 30,000 rows are kept.
+        The z-scoring statistics (means and standard deviations of the whole
+        table) and the category lists are computed from the data: they are
+        outside any differential-privacy guarantee.  For a private pipeline,
+        load the raw table and start the pipeline with
+        :class:`~skfairdp.preprocessing.DPStandardScaler` and
+        :class:`~skfairdp.preprocessing.DPOneHotEncoder`.
     as_frame : bool, default=True
         If True, ``data``, ``target`` and ``sensitive_features`` are pandas
         objects and ``frame`` is filled in.  If False, they are NumPy arrays
@@ -526,7 +539,8 @@ def load_credit_card(
     by the differential-privacy guarantee of any estimator trained on the
     result; the preprocessing is the published experimental protocol of the
     papers, provided for reproducibility.  For a privacy-clean pipeline use
-    ``preprocess=False`` and data-independent (public) transformations.
+    ``preprocess=False`` and :mod:`skfairdp.preprocessing` (declared bounds and
+    categories, or noisy statistics with their own privacy cost).
 
     Plain one-hot encoding of the 8 categorical columns without merging the
     undocumented ``EDUCATION``/``MARRIAGE`` codes would give 89 columns.

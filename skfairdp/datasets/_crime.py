@@ -93,6 +93,11 @@ def load_communities_crime(*, preprocess: bool = False, as_frame: bool = True) -
         If False, the 98 features are UCI's normalised values in [0, 1]
         (``float64``).  If True, they are z-scored and returned as
         ``float32``.
+        The z-scoring statistics (means and standard deviations of the whole
+        table) are computed from the data: they are outside any
+        differential-privacy guarantee.  For a private pipeline, load the raw
+        values and start the pipeline with
+        :class:`~skfairdp.preprocessing.DPStandardScaler` (bounds [0, 1]).
     as_frame : bool, default=True
         If True, ``data``, ``target`` and ``sensitive_features`` are pandas
         objects and ``frame`` is filled in.  If False, they are NumPy arrays

@@ -156,6 +156,12 @@ def load_german_credit(
         ``people_liable``) z-scored and the categorical ones one-hot encoded
         (columns such as ``"purpose_A43"``), as ``float32``: 60 columns for
         the age groups, 57 for the sex groups.
+        The z-scoring statistics (means and standard deviations of the whole
+        table) and the category lists are computed from the data: they are
+        outside any differential-privacy guarantee.  For a private pipeline,
+        load the raw table and start the pipeline with
+        :class:`~skfairdp.preprocessing.DPStandardScaler` and
+        :class:`~skfairdp.preprocessing.DPOneHotEncoder`.
     as_frame : bool, default=True
         If True, ``data``, ``target`` and ``sensitive_features`` are pandas
         objects and ``frame`` is filled in.  If False, they are NumPy arrays
