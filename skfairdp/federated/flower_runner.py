@@ -1,0 +1,286 @@
+"""A Flower deployment on this machine's loopback: a SuperLink, one SuperNode per silo.
+
+What ``FederatedDPFermiClassifier(backend="flower")`` and the integration tests
+use. The processes are the ones a multi-machine deployment runs (doc/federated.md),
+started on 127.0.0.1 with free ports, each silo's data in a file in a temporary
+directory and its privacy settings in its SuperNode's ``--node-config``; the run
+is submitted with ``flwr run`` and followed with ``flwr ls --format json``. Every
+process is killed on exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from skorch.history import History
+
+__all__ = ["APP_DIR", "LoopbackFederation", "fit_flower", "free_port"]
+
+APP_DIR = Path(__file__).parent / "flower_app"
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    return json.dumps(str(value))
+
+
+def _kv(config: dict) -> str:
+    return " ".join(f"{k}={_toml_value(v)}" for k, v in config.items())
+
+
+def _bin(name: str) -> str:
+    here = Path(sys.executable).parent / name
+    return str(here) if here.exists() else name
+
+
+class LoopbackFederation:
+    """SuperLink + SuperNodes on 127.0.0.1 (a context manager; kills them on exit).
+
+    Parameters
+    ----------
+    node_configs : list of dict
+        One SuperNode per entry, with that node config.
+    workdir : str or Path, optional
+        Where logs and ``FLWR_HOME`` go (a temporary directory by default).
+    """
+
+    def __init__(self, node_configs: list[dict], workdir=None):
+        self.node_configs = list(node_configs)
+        self._own_dir = workdir is None
+        self.workdir = Path(
+            tempfile.mkdtemp(prefix="skfairdp-flower-") if workdir is None else workdir
+        )
+        self.home = self.workdir / "flwr_home"
+        self.processes: list[subprocess.Popen] = []
+        self.env = dict(
+            os.environ,
+            FLWR_HOME=str(self.home),
+            FLWR_DISABLE_UPDATE_CHECK="1",
+            OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"),
+            MKL_NUM_THREADS=os.environ.get("MKL_NUM_THREADS", "1"),
+        )
+        self.port = None
+
+    def _start(self, args: list[str], log: str) -> subprocess.Popen:
+        out = open(self.workdir / log, "wb")  # noqa: SIM115 (closed with the process)
+        proc = subprocess.Popen(
+            args, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        proc._log = out  # type: ignore[attr-defined]
+        self.processes.append(proc)
+        return proc
+
+    def __enter__(self) -> LoopbackFederation:
+        self.home.mkdir(parents=True, exist_ok=True)
+        try:
+            self.port = free_port()
+            self._start(
+                [
+                    _bin("flower-superlink"),
+                    "--insecure",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--disable-runtime-dependency-installation",
+                ],
+                "superlink.log",
+            )
+            _wait_for_port(self.port, 60.0, self.processes[0])
+            (self.home / "config.toml").write_text(
+                '[superlink]\ndefault = "loopback"\n\n[superlink.loopback]\n'
+                f'address = "127.0.0.1:{self.port}"\ninsecure = true\n'
+            )
+            for j, node in enumerate(self.node_configs):
+                self._start(
+                    [
+                        _bin("flower-supernode"),
+                        "--insecure",
+                        "--superlink",
+                        f"127.0.0.1:{self.port}",
+                        "--port",
+                        str(free_port()),
+                        "--node-config",
+                        _kv(node),
+                    ],
+                    f"supernode{j}.log",
+                )
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Kill every process this federation started (their whole process groups)."""
+        for proc in self.processes:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10.0
+        for proc in self.processes:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5.0)
+            proc._log.close()  # type: ignore[attr-defined]
+        self.processes = []
+        if self._own_dir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def kill_node(self, j: int) -> None:
+        """Kill SuperNode ``j`` (and its ClientApp processes) now."""
+        proc = self.processes[1 + j]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    def flwr(self, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [_bin("flwr"), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=self.workdir,
+        )
+
+    def run(self, run_config: dict, app_dir=APP_DIR, timeout: float = 600.0) -> dict:
+        """Submit the app with ``run_config``, stream its log until it ends.
+
+        Returns
+        -------
+        dict
+            ``run_id``, ``status`` (Flower's, e.g. ``"finished:completed"``) and
+            ``log`` (what ``flwr run --stream`` printed).
+        """
+        done = self.flwr(
+            "run", str(app_dir), "loopback", "--run-config", _kv(run_config), "--stream",
+            timeout=timeout,
+        )  # fmt: skip
+        log = done.stdout + done.stderr
+        found = re.search(r"run_id `?(\d+)", log)
+        if done.returncode != 0 and found is None:
+            raise RuntimeError(f"flwr run failed:\n{log}")
+        run_id = int(found.group(1))
+        status = ""
+        for _ in range(20):  # the status can lag the end of the log stream
+            listed = self.flwr("ls", "loopback", "--run-id", str(run_id), "--format", "json")
+            if listed.returncode == 0:
+                runs = json.loads(listed.stdout).get("runs", [])
+                status = runs[0]["status"] if runs else ""
+                if status.startswith("finished"):
+                    break
+            time.sleep(0.5)
+        return {"run_id": run_id, "status": status, "log": log}
+
+    def logs(self) -> str:
+        """Everything the processes wrote (for error messages)."""
+        parts = []
+        for path in sorted(self.workdir.glob("*.log")):
+            parts.append(f"--- {path.name}\n{path.read_text(errors='replace')[-4000:]}")
+        return "\n".join(parts)
+
+
+def _wait_for_port(port: int, timeout: float, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"flower-superlink exited with code {proc.returncode}")
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"flower-superlink did not open port {port} in {timeout:g} s")
+
+
+def fit_flower(estimator, X, y, groups, parts, config, seeds, cells) -> dict:
+    """``FederatedDPFermiClassifier.fit`` on a loopback Flower deployment.
+
+    Writes each silo's rows to a file, starts the federation with one SuperNode per
+    silo (its :class:`~skfairdp.federated.silo.SiloConfig` as node config), runs the
+    app, and reads back the server's output and each silo's own report.
+    """
+    from .flower import _load_theta, node_config_for
+    from .silo import Silo
+
+    with tempfile.TemporaryDirectory(prefix="skfairdp-flower-fit-") as tmp:
+        tmp = Path(tmp)
+        nodes, dual_noise = [], []
+        for j, idx in enumerate(parts):
+            path = tmp / f"silo{j}.npz"
+            np.savez(path, X=X[idx], y=y[idx], s=groups[idx])
+            nodes.append(node_config_for(config, path, seeds[j], report_path=tmp / f"silo{j}.json"))
+            # each silo's multipliers are public numbers; lr_dual="auto" uses them
+            if estimator.lr_dual == "auto" and config.private and config.fairness_weight > 0:
+                if config.calibration == "paper":
+                    raise ValueError("backend='flower' with calibration='paper' needs lr_dual")
+                silo = Silo(X[idx], y[idx], groups[idx], config, seed=0)
+                dual_noise.append(silo.calibrate(None)["dual"] / silo.expected_batch_size)
+        run_config = estimator._flower_run_config(
+            X.shape[1], len(parts), seeds[-1], cells, tmp / "server.npz", dual_noise
+        )
+        with LoopbackFederation(nodes, workdir=tmp / "federation") as fed:
+            result = fed.run(run_config)
+            if result["status"] != "finished:completed":
+                raise RuntimeError(
+                    f"the Flower run ended with status {result['status']!r}:\n"
+                    + result["log"][-6000:]
+                )
+        out = np.load(tmp / "server.npz")
+        module = estimator._initial_module(X.shape[1], len(estimator.classes_), seeds[-1])
+        _load_theta(module, out["theta"])
+        reports = [json.loads((tmp / f"silo{j}.json").read_text()) for j in range(len(parts))]
+        events = [
+            pickle.loads((tmp / f"silo{j}.json.event").read_bytes()) for j in range(len(parts))
+        ]
+    from ..privacy.accountant import PrivacySpent
+
+    estimator.group_priors_ = out["priors"]
+    estimator.label_weights_ = out["label_weights"]
+    estimator.dual_bound_ = float(out["dual_bound"])
+    estimator.flower_round_seconds_ = out["round_seconds"]
+    history = History()
+    seconds, per_epoch = out["round_seconds"], max(1, estimator._rounds_per_epoch)
+    for start in range(0, len(seconds), per_epoch):
+        history.new_epoch()
+        history.record("epoch", len(history))
+        history.record("rounds", min(start + per_epoch, len(seconds)))
+        history.record("dur", float(seconds[start : start + per_epoch].sum()))
+    return {
+        "history": history,
+        "aggregation_weights": out["aggregation_weights"],
+        "module": module,
+        "W": out["W"],
+        "events": events,
+        "spent": [PrivacySpent(r["epsilon"], r["delta"]) for r in reports],
+        "noise": [r["noise"] for r in reports],
+    }

@@ -1,0 +1,163 @@
+"""The Flower backend of skfairdp.federated: a real SuperLink and SuperNodes on 127.0.0.1.
+
+Marked ``flower`` (``pytest -m flower``; ``-m "not flower"`` skips them); skipped when
+``flwr`` is not installed (``pip install "skfairdp[federated]"``, Python >= 3.11).
+"""
+
+import json
+import math
+import os
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from conftest import make_tradeoff_data
+
+flwr = pytest.importorskip("flwr")
+
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordDict  # noqa: E402
+from flwr.supercore.task_identity import TaskIdentity  # noqa: E402
+
+from skfairdp.federated import Server, Silo, SiloConfig, objective  # noqa: E402
+from skfairdp.federated import flower as fl  # noqa: E402
+from skfairdp.federated.flower_runner import LoopbackFederation  # noqa: E402
+from skfairdp.federated.local import run_local  # noqa: E402
+from skfairdp.federated.server import aggregation_weights  # noqa: E402
+
+pytestmark = pytest.mark.flower
+os.environ.setdefault("FLWR_DISABLE_UPDATE_CHECK", "1")
+
+RUN = {
+    "fairness": "demographic_parity",
+    "fairness-weight": 2.0,
+    "n-classes": 2,
+    "n-groups": 2,
+    "dual-rates": "hard",
+    "hidden-layer-sizes": "",
+}
+
+
+def _silo_config(rounds):
+    return SiloConfig(
+        epsilon=1.0, batch_size=16, rounds=rounds, histogram=True, fairness_weight=2.0
+    )
+
+
+@pytest.fixture
+def task_identity():
+    """Outside a Flower runtime, a Message needs a run and node identity."""
+    before = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
+    yield
+    TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = before
+
+
+def test_client_app_replies_only_the_declared_noisy_arrays(tmp_path, task_identity):
+    X, y, s = make_tradeoff_data(120, seed=0)
+    np.savez(tmp_path / "silo.npz", X=X, y=y, s=s)
+    node = fl.node_config_for(_silo_config(3), tmp_path / "silo.npz", seed=3)
+    context = Context(run_id=1, node_id=1, node_config=node, state=RecordDict(), run_config=RUN)
+    state = {
+        "theta": np.zeros(8, np.float32),
+        "W": np.zeros((1, 2, 2), np.float32),
+        "pinv": np.full((1, 2), math.sqrt(2), np.float32),
+        "label_weights": np.ones(2),
+    }
+
+    def request(extra=None):
+        config = {"round": 0, **(extra or {})}
+        content = RecordDict(
+            {
+                "state": ArrayRecord({k: Array(v) for k, v in state.items()}),
+                "config": ConfigRecord(config),
+            }
+        )
+        return Message(content, dst_node_id=1, message_type="train")
+
+    reply = fl.train(request(), context).content
+    assert list(reply.array_records) == ["reply"]
+    assert not reply.config_records and not reply.metric_records
+    assert sorted(reply["reply"]) == ["W", "theta"]
+    # the same reply as an in-process silo with the same seed and config
+    silo = Silo(X, y, s, _silo_config(3), seed=3)
+    module = fl._module(3, 2, RUN)
+    fl._load_theta(module, state["theta"])
+    from skfairdp.engine import PerSampleGradients
+
+    expected = silo.release({**state, "round": 0}, module, PerSampleGradients(module))
+    for key in ("theta", "W"):
+        assert np.allclose(reply["reply"][key].numpy(), expected[key], atol=1e-6)
+    # the silo's state (stream, counters, events) persisted in its context
+    assert "silo" in context.state.config_records
+    with pytest.raises(ValueError, match="not the server's to send"):
+        fl.train(request({"noise-multiplier": 0.0}), context)
+
+
+def _local_rounds(silos, run, rounds):
+    """The local backend on the same silos: round 0 then ``rounds`` rounds."""
+    counts = [silo.histogram("groups")["counts"] for silo in silos]
+    stats = objective.public_statistics(
+        fairness=run["fairness"], fairness_weight=run["fairness-weight"], n_classes=2,
+        n_groups=2, rho=0.05, cells="groups", totals=np.sum(counts, axis=0), group_priors=None,
+    )  # fmt: skip
+    module = fl._module(3, 2, run, seed=run["init-seed"])
+    server = Server(
+        module, torch.optim.SGD(module.parameters(), lr=run["lr"]), stats,
+        fairness=run["fairness"], fairness_weight=run["fairness-weight"], privacy_unit="record",
+        private=True, dual_rates="hard", dual_bound=stats["dual_bound_auto"],
+        lr_dual=run["lr-dual"], weights=aggregation_weights("uniform", None, len(silos)),
+        rounds=run["rounds"], n_classes=2, iterate="last",
+    )  # fmt: skip
+    run_local(server, silos, rounds)
+    return server
+
+
+def test_superlink_and_three_supernodes_match_the_local_backend(tmp_path):
+    """Round 0 + 2 rounds agree with the local backend (1e-5); silo 2's budget is 2
+    rounds, so round 3 is refused: the run fails naming it, every silo's own report
+    counts exactly what it released."""
+    X, y, s = make_tradeoff_data(450, seed=1)
+    parts = np.array_split(np.arange(450), 3)
+    budgets, seeds = [3, 3, 2], [11, 12, 13]
+    nodes = []
+    for j, idx in enumerate(parts):
+        np.savez(tmp_path / f"silo{j}.npz", X=X[idx], y=y[idx], s=s[idx])
+        nodes.append(
+            fl.node_config_for(
+                _silo_config(budgets[j]),
+                tmp_path / f"silo{j}.npz",
+                seeds[j],
+                report_path=tmp_path / f"silo{j}.json",
+            )  # fmt: skip
+        )
+    run = {
+        **RUN, "num-silos": 3, "rounds": 3, "lr": 0.5, "lr-dual": 0.05, "iterate": "last",
+        "init-seed": 5, "n-features": 3, "histogram-cells": "groups",
+        "output-path": str(tmp_path / "server.npz"), "round-timeout": 120.0,
+    }  # fmt: skip
+    with LoopbackFederation(nodes, workdir=tmp_path / "federation") as federation:
+        result = federation.run(run, timeout=240.0)
+        logs = federation.logs()
+    assert result["status"] == "finished:failed", result["log"][-3000:] + logs
+    assert "round 3" in result["log"] and "2 budgeted rounds" in result["log"]
+    out = np.load(tmp_path / "server.npz")
+    assert int(out["rounds_done"]) == 2 and not bool(out["final"])
+
+    silos = [
+        Silo(X[idx], y[idx], s[idx], _silo_config(budgets[j]), seed=seeds[j])
+        for j, idx in enumerate(parts)
+    ]
+    server = _local_rounds(silos, run, 2)
+    assert np.abs(out["theta"] - server.theta()).max() < 1e-5
+    assert np.abs(out["W"].ravel() - server.W.numpy().ravel()).max() < 1e-5
+    # each silo's own accounting: silos 0 and 1 also answered round 3, silo 2 refused it
+    for j, silo in enumerate(silos):
+        report = json.loads((tmp_path / f"silo{j}.json").read_text())
+        assert report["rounds_done"] == (3 if j < 2 else 2)
+        assert report["histogram_done"] and report["epsilon"] <= 1.0
+        event = pickle.loads((tmp_path / f"silo{j}.json.event").read_bytes())
+        if j == 2:
+            assert event == silo.dp_event  # histogram + the same 2 rounds, recorded
+    # what the silos sent per round: 3 x (8 theta + 4 W float32 values), plus Flower's framing
+    assert len(out["reply_bytes"]) == 2 and min(out["reply_bytes"]) >= 3 * 4 * (8 + 4)
