@@ -784,6 +784,17 @@ class PrivateSearchCV(MetaEstimatorMixin, BaseEstimator):
             "meets_bound": [None if self.max_violation is None else bool(key[0])],
         }
 
+    def __sklearn_tags__(self):
+        from sklearn.utils import get_tags
+
+        tags = super().__sklearn_tags__()
+        inner = get_tags(self.estimator)
+        tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = inner.classifier_tags
+        tags.input_tags = inner.input_tags
+        tags.non_deterministic = True  # K, the split and every run are random
+        return tags
+
     # -- delegation ----------------------------------------------------------------
     def _check_model(self):
         check_is_fitted(self, "dp_event_")

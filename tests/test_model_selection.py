@@ -15,7 +15,7 @@ import sklearn
 from conftest import make_biased_data
 from dp_accounting import dp_event
 from dp_accounting.rdp import RdpAccountant
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, is_classifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score
 from sklearn.pipeline import make_pipeline
@@ -289,6 +289,7 @@ def test_only_released_values_are_kept(data):
         "privacy_spent_", "score_noise_multiplier_",
     }  # fmt: skip  # nothing about K or the other runs
     np.testing.assert_array_equal(search.predict(X), search.best_estimator_.predict(X))
+    assert is_classifier(search)  # tags follow the estimator (stratified CV around it)
 
 
 def test_poisson_zero_runs_releases_nothing(data):
