@@ -186,7 +186,8 @@ class Silo:
             self.sampling_rate = self.sampler.sampling_rate
             self.expected_batch_size = float(self.sampler.batch_size)
             self.recorder.record(dp_accounting.NonPrivateDpEvent())
-        self._pending: list = []  # non-private: the rest of the current shuffled epoch
+        self._pending: list = []  # the rest of the current epoch's batches
+        self._rows = None
         self.rounds_done = 0
         self.histogram_done = False
         # noise multipliers: fixed once, at the silo's first training round
@@ -354,14 +355,14 @@ class Silo:
         noise = self.calibrate(pinv)
         idx = self._next_batch()
         idx_t = torch.from_numpy(idx)
-        codes, weights = objective.row_tensors(
-            c.fairness,
-            c.fairness_weight,
-            self.y[idx],
-            self.groups[idx],
-            c.n_classes,
-            np.asarray(broadcast["label_weights"], dtype=float),
-        )
+        label_weights = np.asarray(broadcast["label_weights"], dtype=float)
+        if self._rows is None or self._rows[0] != label_weights.tobytes():
+            # the silo's per-row tensors, rebuilt only when the label weights change
+            packed = objective.row_tensors(
+                c.fairness, c.fairness_weight, self.y, self.groups, c.n_classes, label_weights
+            )
+            self._rows = (label_weights.tobytes(), *packed)
+        codes, weights = (t.index_select(0, idx_t) for t in self._rows[1:])
         private = c.private and math.isfinite(noise["effective"])
         self._round = {
             "size": len(idx),
@@ -377,9 +378,7 @@ class Silo:
         )
 
     def _next_batch(self) -> np.ndarray:
-        if self.config.private:
-            return self.sampler.sample(1)[0]
-        if not self._pending:
+        if not self._pending:  # one (expected) epoch of batches drawn at once
             self._pending = list(self.sampler.epoch())
         return self._pending.pop(0)
 
