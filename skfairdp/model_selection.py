@@ -610,6 +610,12 @@ class PrivateSearchCV(MetaEstimatorMixin, BaseEstimator):
                 f"{z_score:.3g}: raise epsilon, or lower n_candidates_mean"
             ) from None
         cover, exact = _cover(self._planned_fit_events(candidates, lo, delta, n_train))
+        if self._price(self._search_event(self._run_event(cover, z_score)), delta) > eps:
+            # a candidate planned like a representative at one budget differs at this one:
+            # calibrate again with every candidate (slower, rarely needed)
+            reps = candidates
+            lo = _largest_within(total, eps)
+            cover, exact = _cover(self._planned_fit_events(candidates, lo, delta, n_train))
         return lo, cover, exact
 
     # -- fit ---------------------------------------------------------------------
@@ -640,13 +646,14 @@ class PrivateSearchCV(MetaEstimatorMixin, BaseEstimator):
         n = _num_samples(X)
         if y.shape[0] != n:
             raise ValueError(f"X has {n} rows but y has {y.shape[0]}")
-        groups = None
+        groups, n_groups = None, 1
         if self.fairness is not None:
             if sensitive_features is None:
                 raise ValueError(
                     f"fairness={self.fairness!r} needs fit(X, y, sensitive_features=...)"
                 )
-            groups, _ = encode_sensitive_features(sensitive_features, n)
+            groups, encoder = encode_sensitive_features(sensitive_features, n)
+            n_groups = encoder.n_groups_  # all groups, not those in the validation part
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
             raise ValueError("PrivateSearchCV needs at least 2 classes in y")
@@ -705,8 +712,8 @@ class PrivateSearchCV(MetaEstimatorMixin, BaseEstimator):
                     f"({recorded}); its accounting would not hold. Its parameters change the "
                     "fit's event in a way the planning draws missed: search them as lists."
                 )
-            stats = self._score(est, X_val, y_val, None if groups is None else groups[val_idx], z,
-                                random)  # fmt: skip
+            val_groups = None if groups is None else groups[val_idx]
+            stats = self._score(est, X_val, y_val, val_groups, n_groups, z, random)
             key = _selection_key(stats, self.max_violation)
             if best is None or key > best[0]:
                 best = (key, est, params, stats)
@@ -732,7 +739,7 @@ class PrivateSearchCV(MetaEstimatorMixin, BaseEstimator):
             return {f"{last}__{k}": v for k, v in params.items()}
         return params
 
-    def _score(self, est, X_val, y_val, groups, z, random) -> dict:
+    def _score(self, est, X_val, y_val, groups, n_groups, z, random) -> dict:
         """The run's noisy validation statistics (one Gaussian release, sensitivity 1)."""
         y_pred = np.asarray(est.predict(X_val))
         k = len(self.classes_)
@@ -746,7 +753,6 @@ class PrivateSearchCV(MetaEstimatorMixin, BaseEstimator):
             score = float(noisy) / len(y_val)
             return {"score": min(max(score, 0.0), 1.0)}
         g = np.zeros(len(y_val), dtype=np.int64) if groups is None else groups
-        n_groups = int(g.max()) + 1 if groups is None else int(groups.max()) + 1
         keep = p >= 0
         flat = (g[keep] * k + t[keep]) * k + p[keep]
         cells = np.bincount(flat, minlength=n_groups * k * k).reshape(n_groups, k, k)
