@@ -49,6 +49,12 @@ AUTO_LR_DUAL_FRACTION = 0.1
 # ... and, with privacy, small enough that W's noise moves a psi coefficient by at most
 # DUAL_NOISE_TOLERANCE (std) in a W column whose predicted class has share DUAL_NOISE_SHARE.
 DUAL_NOISE_TOLERANCE, DUAL_NOISE_SHARE = 1.0, 0.1
+# lr_dual="auto": W is the best response to a running mean of the released batch histograms
+# of (group, prediction), with rate beta = 2 (TOL p_min / sigma)^2 (the noise on a group's
+# released rate is then ~TOL), between MIN_DUAL_MEMORY_FRACTION of the run's steps
+# (at most a quarter of the run, so W follows the model) and MAX_DUAL_RATE (at least 20 steps).
+DUAL_RATE_TOLERANCE = 0.01
+MAX_DUAL_RATE, MIN_DUAL_MEMORY_FRACTION = 0.05, 4.0
 # lambda_0 of the theta step: unless the record unit's clip bounds each row, theta
 # descends (loss + lambda psi) / (1 + lambda / lambda_0) (see ErmiProblem).
 FAIRNESS_WEIGHT_SCALE = 8.0
@@ -104,6 +110,68 @@ def auto_dual_step(batch_size: float, dual_noise_multiplier: float, max_pinv: fl
         return AUTO_LR_DUAL_FRACTION / 2.0
     quiet = DUAL_NOISE_TOLERANCE * batch_size / (2.0 * max_pinv**2 * dual_noise_multiplier)
     return float(min(AUTO_LR_DUAL_FRACTION / 2.0, DUAL_NOISE_SHARE * quiet**2))
+
+
+def auto_dual_rate(n_steps: int, noise_std: float, min_prior: float) -> float:
+    """``beta`` of ``lr_dual="auto"``: the rate of W's running mean of released histograms.
+
+    A released batch histogram (divided by the expected batch size ``m``) carries
+    noise of std ``sigma = z_W / m`` per cell; its running mean with rate ``beta``
+    has ``sigma sqrt(beta / 2)``, and a rate ``P(Yhat=j | S=r)`` of a group of share
+    ``p_min`` read off it ``sigma sqrt(beta / 2) / p_min``. The rule takes the rate
+    that keeps that at :data:`DUAL_RATE_TOLERANCE`, but averages over at most a
+    quarter of the run (``beta >= 4 / T``) and over at least 20 steps
+    (``beta <= 0.05``, also the rate without noise). On Adult (epsilon=1) the
+    tolerance is met within about 100 steps; on German credit (750 rows) it cannot
+    be, and the shrinkage of :class:`ErmiProblem` takes over.
+    """
+    ceiling = MAX_DUAL_RATE
+    floor = min(ceiling, MIN_DUAL_MEMORY_FRACTION / max(1, int(n_steps)))
+    if not math.isfinite(noise_std) or noise_std <= 0:
+        return ceiling
+    quiet = 2.0 * (DUAL_RATE_TOLERANCE * float(min_prior) / float(noise_std)) ** 2
+    return float(min(ceiling, max(floor, quiet)))
+
+
+def shrunk_best_response(
+    H: torch.Tensor, variance: torch.Tensor, pinv: torch.Tensor
+) -> torch.Tensor:
+    """W from a (noisy) joint histogram, each column shrunk towards independence.
+
+    ``H[b, r, j]`` estimates ``P(block=b, S=r, Yhat=j)`` (up to a factor) with
+    independent noise of variance ``variance`` per cell. The maximiser of the psi
+    terms is ``W*[b, r, j] = P(S=r | Yhat=j, b) / sqrt(p_S(r | b))``. Each column's
+    conditional rates ``P_hat(. | j)`` are moved towards the block's pooled group
+    shares ``q`` (where every column equal means no force on theta) by the
+    positive-part James-Stein gain
+
+        g_j = max(0, 1 - E[noise part of D_j] / D_j),   D_j = sum_r (P_hat(r|j) - q_r)^2 / p_r,
+
+    with the noise part from the delta method (``variance / T_j^2`` times
+    ``(1 - P_r)^2 + (k - 1) P_r^2`` for the column total ``T_j``). A dependence
+    that the released statistics cannot tell from their noise moves theta by
+    (about) nothing; a clear one is kept whole. Post-processing of released values.
+    """
+    n_blocks, k, l = H.shape
+    Hp = H.clamp(min=0.0)
+    totals = Hp.sum(dim=1, keepdim=True)  # (b, 1, l)
+    safe = torch.where(totals > 0, totals, torch.ones_like(totals))
+    rates = torch.where(totals > 0, Hp / safe, torch.zeros_like(Hp))  # P_hat(r | j)
+    pooled = Hp.sum(dim=2, keepdim=True)
+    pooled_total = pooled.sum(dim=1, keepdim=True)
+    priors = pinv.pow(-2).unsqueeze(2)  # (b, k, 1)
+    q = torch.where(pooled_total > 0, pooled / pooled_total.clamp(min=1e-12), priors)
+    # a column with no mass says nothing: it stays at the pooled shares
+    rates = torch.where(totals > 0, rates, q.expand_as(rates))
+    deviation = ((rates - q) ** 2 / priors).sum(dim=1, keepdim=True)
+    noise = (variance / safe**2) * ((1.0 - rates) ** 2 + (k - 1) * rates**2)
+    noise = (noise / priors).sum(dim=1, keepdim=True)
+    gain = torch.where(
+        deviation > 0, (1.0 - noise / deviation.clamp(min=1e-30)).clamp(min=0.0), 0.0
+    )
+    gain = torch.where(totals > 0, gain, torch.zeros_like(gain))
+    shrunk = q + gain * (rates - q)
+    return shrunk * pinv.unsqueeze(2)
 
 
 def objective_scales(
@@ -192,8 +260,19 @@ class ErmiProblem:
         dual_rates: str = "soft",
         scales: tuple[float, float] = (1.0, 1.0),
         average: TailAverage | None = None,
+        dual_rate: float | None = None,
+        dual_noise_std: float = 0.0,
     ):
         self.state = {"W": W}
+        # dual_rate None: projected gradient ascent with step lr_dual (the paper's W update);
+        # a float: W is the shrunk best response to a running mean, of that rate, of the
+        # released batch histograms of (block, group, prediction) (lr_dual="auto").
+        self.best_response = dual_rate is not None
+        self.dual_rate = float(dual_rate) if self.best_response else None
+        self.dual_noise_std = float(dual_noise_std)
+        if self.best_response:
+            zeros = torch.zeros_like(W)
+            self.state = {"W": W, "H": zeros, "V": zeros.new_zeros(()), "t": zeros.new_zeros(())}
         self.hard_dual = dual_rates == "hard"
         self.loss_scale, self.penalty_scale = map(float, scales)
         self.average = average
@@ -208,7 +287,8 @@ class ErmiProblem:
         # record: the whole objective is private; sensitive: only the s-dependent part.
         # (with lambda = 0 the s-dependent part is identically zero: nothing to noise)
         self.private_primal = (False, self.lam > 0) if self.sensitive_unit else (True,)
-        self.dual_clip = w_clip_norm(self.lam, pinv)
+        # best response: each row adds (at most) a unit vector to the histogram
+        self.dual_clip = 1.0 if self.best_response else w_clip_norm(self.lam, pinv)
 
     @property
     def W(self) -> torch.Tensor:
@@ -276,6 +356,8 @@ class ErmiProblem:
             # W ascends on the rates of the predictions users get: one-hot rows, whose
             # norm (1) is within the bound of any probability row's (<= 1).
             F = torch.zeros_like(F).scatter_(1, F.argmax(dim=1, keepdim=True), 1.0)
+        if self.best_response:
+            return None, self._histogram_rows(F, s, block, dual_weight)
         # a small W is cheapest as dense per-sample rows; a large one stays factored
         dense = self.W.numel() <= DENSE_W_LIMIT
         # W ascends on lambda * psi: the label weights of the primal side rescale each
@@ -288,14 +370,44 @@ class ErmiProblem:
             return public, own if dense else ermi.WGradients(*args, include="own")
         return None, ermi.w_gradient_rows(*args) if dense else ermi.WGradients(*args)
 
-    def dual_step(self, gradient):
-        """Projected ascent: ``state["W"]`` is replaced by ``P(W + lr_dual * gradient)``.
+    def _histogram_rows(self, F, s, block, dual_weight):
+        """Row i: ``F_i`` (one-hot when hard) in cell ``(block_i, s_i, .)`` of a zero
+        ``(n_blocks, k, l)`` histogram, flattened; zero for inactive rows.
 
-        Called after the optimizer's step, so it is also where the iterates are averaged.
+        Norm ``||F_i|| <= 1``: adding or removing a row moves the batch histogram by at
+        most 1, replacing its ``s`` by at most ``sqrt(2) <= 2`` (the replace-one bound
+        of a unit clip). In the hard case the W-gradient of the batch's ``lambda psi``
+        is a linear function of this histogram, so nothing is lost by releasing it.
+        """
+        n_blocks, k, l = self.W.shape
+        active = (dual_weight != 0).to(F.dtype).unsqueeze(1)
+        rows = F.new_zeros((F.shape[0], n_blocks * k, l))
+        cell = block * k + s if n_blocks > 1 else s
+        rows[torch.arange(F.shape[0], device=F.device), cell] = F * active
+        return rows.reshape(F.shape[0], n_blocks * k * l)
+
+    def dual_step(self, gradient):
+        """Update W from the step's released dual sum (already divided by the batch size).
+
+        Ascent (``lr_dual`` a float): ``state["W"]`` is replaced by
+        ``P(W + lr_dual * gradient)``. Best response (``lr_dual="auto"``): the released
+        histogram joins a bias-corrected running mean of rate ``dual_rate``, whose noise
+        variance per cell is tracked exactly from the public noise std, and W is
+        :func:`shrunk_best_response` to it. Called after the optimizer's step, so it is
+        also where the iterates are averaged.
         """
         if self.average is not None:
             self.average.step()
         if self.lam == 0.0:
+            return
+        if self.best_response:
+            beta, state = self.dual_rate, self.state
+            H = torch.add(state["H"] * (1.0 - beta), gradient.view_as(self.W), alpha=beta)
+            V = state["V"] * (1.0 - beta) ** 2 + (beta * self.dual_noise_std) ** 2
+            t = state["t"] + 1.0
+            corrected = 1.0 - (1.0 - beta) ** t  # the running mean starts at zero
+            W = shrunk_best_response(H / corrected, V / corrected**2, self.pinv)
+            self.state = {"W": W, "H": H, "V": V, "t": t}
             return
         W = torch.add(self.W, gradient.view_as(self.W), alpha=self.lr_dual)
         self.state = {"W": ermi.project_frobenius(W, self.dual_bound)}
@@ -628,16 +740,20 @@ class DPFermiClassifier(PrivateClassifierBase):
         lam = float(self.fairness_weight)
         released = ctx.released
         lr_dual = self._param("lr_dual")
+        steps = ctx.planned_steps if plan.steps is None else min(plan.steps, ctx.planned_steps)
+        dual_rate, noise_std = None, 0.0
         if lr_dual == "auto":
-            step = auto_dual_step(
-                ctx.sampler.expected_batch_size, plan.dual, float(released["pinv"].max())
+            # W: the shrunk best response to a running mean of released histograms
+            if ctx.private and plan.dual is not None and math.isfinite(plan.dual):
+                noise_std = plan.dual * ctx.max_weight / ctx.sampler.expected_batch_size
+            dual_rate = (
+                auto_dual_rate(steps, noise_std, self._min_cell_share(ctx)) if lam > 0 else 0.0
             )
-            lr_dual = step / lam if lam > 0 else 0.0
+            lr_dual = dual_rate
         self.lr_dual_ = float(lr_dual)
         self.batch_size_, self.max_epochs_ = self._training_schedule(ctx.n_samples)
         self.max_grad_norm_ = self._resolved_clip(ctx.n_samples)
         self.objective_scales_ = objective_scales(lam, ctx.private, self.privacy_unit)
-        steps = ctx.planned_steps if plan.steps is None else min(plan.steps, ctx.planned_steps)
         average = TailAverage(self.module_, steps) if self.iterate == "average" else None
         return ErmiProblem(
             W=torch.zeros(
@@ -652,7 +768,25 @@ class DPFermiClassifier(PrivateClassifierBase):
             dual_rates=self.dual_rates,
             scales=self.objective_scales_,
             average=average,
+            dual_rate=dual_rate if lam > 0 else None,
+            dual_noise_std=noise_std,
         )
+
+    def _min_cell_share(self, ctx) -> float:
+        """Smallest expected share of a batch in one (block, group) cell of W's histogram.
+
+        From public or released values only: the priors (clamped at ``rho``) times, for
+        the conditional notions, the label frequency of the block (from
+        ``label_weights_``, itself from the released histogram).
+        """
+        priors = ctx.released["pinv"].double().pow(-2).cpu().numpy()  # (blocks, k)
+        if self.fairness == "demographic_parity":
+            return float(priors.min())
+        n_classes = len(self.label_weights_)
+        label_share = 1.0 / (n_classes * self.label_weights_)  # max(p_Y, rho)
+        if self.fairness == "equal_opportunity":
+            label_share = label_share[-1:]
+        return float((label_share[: priors.shape[0], None] * priors).min())
 
     def _per_row_tensors(self, ctx):
         # two packed tensors (int codes, float weights): two index_selects per step

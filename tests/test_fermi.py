@@ -821,3 +821,151 @@ def test_sensitive_unit_clips_the_whole_psi_term_and_scales_the_loss():
     psi = ermi.psi(F_, W, pinv, s, torch.zeros_like(s))
     torch.testing.assert_close(private, 16.0 * psi)
     torch.testing.assert_close(public, F.cross_entropy(outputs, y, reduction="none") / 3)
+
+
+# ---------------------------------------------------------------------------
+# W as the shrunk best response to released histograms (lr_dual="auto", issue 12)
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "steps, noise_std, share, rate",
+    [(5000, 0.0, 0.3, 0.05), (5000, 0.02, 0.3, 0.045), (5000, 0.02, 0.1, 0.005),
+     (1000, 0.4, 0.19, 0.004), (40, 0.4, 0.19, 0.05)],
+)  # fmt: skip
+def test_auto_dual_rate_golden_values(steps, noise_std, share, rate):
+    """beta = 2 (0.01 share / sigma)^2, between 4 / T and 0.05; 0.05 without noise."""
+    assert fermi.auto_dual_rate(steps, noise_std, share) == pytest.approx(rate, rel=1e-12)
+
+
+def _hard_histogram(pred, s, n_groups=2, n_classes=2):
+    H = torch.zeros(1, n_groups, n_classes, dtype=torch.float64)
+    H[0].index_put_((s, pred), torch.ones(len(s), dtype=torch.float64), accumulate=True)
+    return H / len(s)
+
+
+def test_best_response_without_noise_is_the_exact_maximiser():
+    """variance 0: W = P(S=r | Yhat=j) / sqrt(p_S(r)), ermi.optimal_w of the hard predictions."""
+    gen = torch.Generator().manual_seed(0)
+    s = torch.randint(0, 2, (500,), generator=gen)
+    pred = (torch.rand(500, generator=gen) < 0.3 + 0.4 * s).long()  # dependent on s
+    p_s = torch.tensor([0.45, 0.55], dtype=torch.float64)
+    W = fermi.shrunk_best_response(_hard_histogram(pred, s), torch.zeros(()), p_s.rsqrt()[None])
+    onehot = F.one_hot(pred, 2).double()
+    torch.testing.assert_close(W[0], ermi.optimal_w(onehot, s, 2, p_s))
+
+
+def test_best_response_under_noise_exerts_no_force_on_theta():
+    """When the released histogram's noise explains the dependence it shows, every column is
+    the pooled group shares: psi's coefficients are the same for every group, so the penalty
+    has no theta-gradient; with a small noise the dependence is kept (gain near 1)."""
+    gen = torch.Generator().manual_seed(1)
+    s = torch.randint(0, 2, (400,), generator=gen)
+    pred = (torch.rand(400, generator=gen) < 0.3 + 0.2 * s).long()
+    H = _hard_histogram(pred, s)
+    pinv = torch.tensor([[0.5, 0.5]], dtype=torch.float64).rsqrt()
+    W = fermi.shrunk_best_response(H, torch.tensor(1e-2, dtype=torch.float64), pinv)
+    own, shared = ermi.psi_coefficients(W, pinv, torch.tensor([0, 1]), torch.tensor([0, 0]))
+    c = own + shared  # one row per group
+    torch.testing.assert_close(c[0, 1] - c[0, 0], c[1, 1] - c[1, 0])  # no group-specific push
+    exact = fermi.shrunk_best_response(H, torch.zeros(()), pinv)
+    quiet = fermi.shrunk_best_response(H, torch.tensor(1e-7, dtype=torch.float64), pinv)
+    independent = (H.sum(2, keepdim=True) / H.sum()) * pinv.unsqueeze(2)
+    gain = ((quiet - independent).norm() / (exact - independent).norm()).item()
+    assert 0.95 < gain <= 1.0
+
+
+@pytest.mark.parametrize("dual_rates", ["hard", "soft"])
+@pytest.mark.parametrize("fairness", ["demographic_parity", "equalized_odds"])
+def test_best_response_dual_release_is_a_histogram_of_unit_rows(fairness, dual_rates):
+    """Each row puts F_i (one-hot when hard) in its (block, group) cell: norm <= 1 = dual_clip,
+    and in the hard case the ascent's W-gradient of the batch is a function of the sum."""
+    gen = torch.Generator().manual_seed(2)
+    n_blocks = 2 if fairness == "equalized_odds" else 1
+    pinv = torch.tensor([[1 / math.sqrt(0.3), 1 / math.sqrt(0.7)]] * n_blocks)
+    W = 0.5 * torch.randn(n_blocks, 2, 2, generator=gen)
+    kw = dict(W=W, pinv=pinv, fairness_weight=3.0, dual_bound=10.0, privacy_unit="record")
+    best = ErmiProblem(lr_dual=0.0, dual_rate=0.1, dual_rates=dual_rates, **kw)
+    assert best.dual_clip == 1.0
+    n = 50
+    y = torch.randint(0, 2, (n,), generator=gen)
+    s = torch.randint(0, 2, (n,), generator=gen)
+    block = y if n_blocks == 2 else torch.zeros_like(y)
+    codes = torch.stack([y, s, block], dim=1)
+    weights = torch.full((n, 2), 3.0)
+    weights[:5] = 0.0  # inactive rows add nothing
+    outputs = torch.randn(n, 2, generator=gen)
+    public, rows = best.dual_contributions(outputs, *best.prepare_batch(codes, weights))
+    assert public is None and rows.shape == (n, W.numel())
+    assert float(rows.norm(dim=1).max()) <= 1.0 + 1e-6
+    assert float(rows[:5].abs().sum()) == 0.0
+    if dual_rates == "hard":
+        ascent = ErmiProblem(lr_dual=0.1, dual_rates="hard", **kw)
+        _, grad_rows = ascent.dual_contributions(outputs, *ascent.prepare_batch(codes, weights))
+        H = rows.sum(0).view_as(W)
+        from_histogram = 2 * 3.0 * (pinv.unsqueeze(2) * H - W * H.sum(1, keepdim=True))
+        torch.testing.assert_close(grad_rows.sum(0), from_histogram.flatten())
+
+
+def test_best_response_steps_get_rows_plus_accounted_noise(monkeypatch, biased_data):
+    """Through a private fit: every W update receives (sum of the histogram rows + noise of
+    std dual_noise_multiplier_ * 1) / m exactly, and tracks that noise's std / m."""
+    from skfairdp.privacy import RandomSource
+
+    X, y, s = biased_data
+    draws, rows_seen, seen = [], [], []
+    original_normal = RandomSource.normal
+    original_contributions = ErmiProblem.dual_contributions
+    original_step = ErmiProblem.dual_step
+
+    def normal(self, shape, std, dtype=torch.float32):
+        out = original_normal(self, shape, std, dtype)
+        draws.append((std, out.clone()))
+        return out
+
+    def dual_contributions(self, outputs, *batch):
+        public, rows = original_contributions(self, outputs, *batch)
+        rows_seen.append(rows.clone())
+        return public, rows
+
+    def dual_step(self, gradient):
+        seen.append((gradient.clone(), rows_seen[-1], draws[-1], self.dual_noise_std))
+        original_step(self, gradient)
+
+    monkeypatch.setattr(RandomSource, "normal", normal)
+    monkeypatch.setattr(ErmiProblem, "dual_contributions", dual_contributions)
+    monkeypatch.setattr(ErmiProblem, "dual_step", dual_step)
+    est = _fit(X, y, s, fairness_weight=4.0, epsilon=2.0, batch_size=50, max_epochs=10)
+    assert len(seen) == est.n_steps_ == 80
+    assert est.lr_dual_ == pytest.approx(0.05)
+    for gradient, rows, (std, noise), tracked in seen:
+        assert std == pytest.approx(est.dual_noise_multiplier_ * 1.0, rel=1e-12)
+        assert tracked == pytest.approx(std / 50.0, rel=1e-12)
+        assert float(rows.norm(dim=1).max()) <= 1.0 + 1e-6  # the clip never binds
+        torch.testing.assert_close(gradient, (rows.sum(0) + noise) / 50.0)
+    assert np.isfinite(est.W_).all()
+    assert np.linalg.norm(est.W_[0]) <= 1.1 * math.sqrt(2 / est.rho) + 1e-6
+
+
+def test_penalty_that_noise_hides_does_no_harm_on_small_data():
+    """750 rows, a 20% group, epsilon=1 (German credit's regime): W cannot tell the group
+    rates from noise, so lambda = 64 must stay near lambda = 0 in error and violation.
+    With the ascent (lr_dual = 0.005 / lambda, the former "auto") the same fits rose from an
+    error of 0.25 and a violation of 0.33 at lambda = 0 to 0.30 and 0.41 at lambda = 64."""
+    rng = np.random.default_rng(0)
+    n = 1000
+    s = (rng.random(n) < 0.2).astype(np.int64)
+    X = rng.normal(size=(n, 5)).astype(np.float32)
+    X[:, 0] += 1.5 * s
+    y = (X[:, 0] + X[:, 1] + 0.8 * rng.normal(size=n) > 0.2).astype(np.int64)
+    train, test = slice(0, 750), slice(750, None)
+    out = {}
+    for lam in (0.0, 64.0):
+        errs, viols = [], []
+        for seed in range(3):
+            est = DPFermiClassifier(fairness_weight=lam, epsilon=1.0, random_state=seed)
+            est.fit(X[train], y[train], sensitive_features=s[train])
+            pred = est.predict(X[test])
+            errs.append(np.mean(pred != y[test]))
+            viols.append(demographic_parity_violation(y[test], pred, sensitive_features=s[test]))
+        out[lam] = (np.mean(errs), np.mean(viols))
+    assert out[64.0][0] <= out[0.0][0] + 0.03, out
+    assert out[64.0][1] <= out[0.0][1] + 0.05, out
