@@ -38,7 +38,7 @@ ADD_REMOVE = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 
 
 def _problem(program, *, lam=None, noise=None, scale=math.inf, batch=None, lr_dual=0.5, **kw):
-    extra = {k: kw.pop(k) for k in ("dual_rates", "denominators") if k in kw}
+    extra = {k: kw.pop(k) for k in ("dual_rates", "denominators", "planned_steps") if k in kw}
     problem = RacoProblem(
         membership=torch.as_tensor(program.membership),
         coefficients=torch.as_tensor(program.coefficients),
@@ -635,20 +635,76 @@ def test_running_denominators_average_the_released_counts():
     torch.testing.assert_close(stats["values"][1], torch.tensor(3.0 / 8 - 1.0 / 2))
 
 
-def test_auto_dual_steps_shrink_with_the_noise_of_the_estimate():
+def test_auto_dual_steps_shrink_with_the_noise_of_the_estimate_and_the_run():
     program = compile_rate_constraints(DemographicParity(0.1), ["a", "b"], [0, 1])
     problem = _problem(program, noise="gaussian", scale=4.0, batch=100.0, lr_dual=None)
+    assert problem.planned_steps == raco.MIN_STEPS  # the default run length
     denom = torch.tensor([50.0, 200.0])
     # sigma^2 = sum over the two sets of (1 part * 16 + n / 4) / n^2
     sigma = math.sqrt((16 + 12.5) / 50**2 + (16 + 50) / 200**2)
-    torch.testing.assert_close(
-        problem.dual_steps(denom), torch.full((4,), raco.DUAL_NOISE_SCALE / sigma)
-    )
+    expected = raco.DUAL_WALK / (sigma * math.sqrt(raco.MIN_STEPS))
+    torch.testing.assert_close(problem.dual_steps(denom), torch.full((4,), expected))
     noisier = _problem(program, noise="gaussian", scale=40.0, batch=100.0, lr_dual=None)
     assert bool((noisier.dual_steps(denom) < problem.dual_steps(denom)).all())
-    exact = _problem(program, lr_dual=None)  # non-private: sampling noise only, capped
+    # four times the steps: half the step, the same accumulated noise
+    longer = _problem(
+        program, noise="gaussian", scale=4.0, batch=100.0, lr_dual=None,
+        planned_steps=4 * raco.MIN_STEPS,
+    )  # fmt: skip
+    torch.testing.assert_close(longer.dual_steps(denom), problem.dual_steps(denom) / 2)
+    exact = _problem(program, lr_dual=None, planned_steps=1)  # sampling noise only, capped
     big = torch.tensor([1e6, 1e6])
     assert bool((exact.dual_steps(big) == raco.LR_DUAL_MAX).all())
+
+
+def test_auto_dual_step_multiplier_walk_has_std_dual_walk():
+    """lr_dual=None: over the planned T steps, a multiplier's accumulated noise has std DUAL_WALK.
+
+    The estimator's released histograms at a constraint that holds with equality
+    in expectation (every row predicted 0, so the class-1 rates are pure histogram
+    noise, and the bound is 0): lambda starts away from 0 (no projection), takes
+    T real release-and-update steps, and its change is then noise alone, with std
+    ``eta sigma_noise sqrt(T)``; ``sigma`` over-states ``sigma_noise`` by the
+    sampling term ``n / 4`` (here 2.5%), and the noisy denominators (a running
+    mean of counts of 2,000 +- 141) add about 1%. 150 runs: the sample std is
+    within 6% (one sd) of the truth, so the +-30% margins fail by chance with
+    p < 1e-5. Under the earlier rule (a per-step noise of 0.03, whatever T) the
+    walk was 0.03 sqrt(64) = 0.24, 60% too much.
+    """
+    program = compile_rate_constraints(DemographicParity(0.0), ["a", "b"], [0, 1])
+    ones = [j for j, name in enumerate(program.names) if name.endswith("yhat=1]")]
+    assert len(ones) == 2
+    steps, n, scale = 64, 2000, 100.0
+    y = torch.zeros(2 * n, dtype=torch.int64)
+    part = torch.repeat_interleave(torch.arange(2), n)
+    outputs = torch.tensor([[1.0, 0.0]]).repeat(2 * n, 1)  # every row predicts class 0
+    moves = []
+    for rep in range(150):
+        problem = RacoProblem(
+            membership=torch.as_tensor(program.membership),
+            coefficients=torch.as_tensor(program.coefficients),
+            bounds=torch.as_tensor(program.bounds),
+            temperature=1.0,
+            lr_dual=None,
+            dual_bound=None,
+            histogram_noise="gaussian",
+            histogram_scale=scale,
+            expected_batch_size=float(2 * n),
+            random=RandomSource(rep),
+            planned_steps=steps,
+        )
+        start = torch.full((len(program.names),), 10.0)
+        problem.state = dict(problem.state, **{"lambda": start})
+        for _ in range(steps):
+            _, statistics = problem.release_batch_statistics(outputs, y, part)
+            problem.apply_statistics(statistics)
+        change = (problem.lam - start)[ones]
+        assert float(change.sum()) == pytest.approx(0.0, abs=1e-4)  # the two mirror each other
+        moves.append(float(change[0]))
+    moves = np.array(moves)
+    truth = raco.DUAL_WALK * math.sqrt(scale**2 / (scale**2 + n / 4))
+    assert abs(moves.mean()) < 0.4 * truth  # no drift (the mean's sd: truth / sqrt(150) = 0.08)
+    assert 0.7 * truth < moves.std() < 1.3 * truth
 
 
 def _mixture_fit(data, **kw):
@@ -745,12 +801,13 @@ def test_auto_schedule_depends_on_n_and_is_stored(small_data):
     assert (est.batch_size_, est.max_epochs_) == (b, raco.auto_max_epochs(len(y), b))
     assert raco.auto_batch_size(4000, private=False) > raco.auto_batch_size(4000)
     assert est.n_steps_ >= raco.MIN_STEPS
-    assert est.max_grad_norm_ == 3.0  # non-private: no clipping; the upper end
+    assert est.max_grad_norm_ == raco.CLIP_RANGE[1]  # non-private: no clipping; the upper end
     private = RaCODPClassifier(epsilon=2.0, max_epochs=1, random_state=0)
     private.fit(X, y, sensitive_features=s)
-    assert private.max_grad_norm_ == 1.0  # 100 rows * 2 / 10,000 < 1
-    assert raco.auto_max_grad_norm(20_000, 1.0) == pytest.approx(2.0)
-    assert raco.auto_max_grad_norm(10**6, 0.5) == 3.0
+    assert private.max_grad_norm_ == 1.0  # 100 rows * 2 / 5,000 < 1
+    assert raco.auto_max_grad_norm(20_000, 1.0) == pytest.approx(4.0)
+    assert raco.auto_max_grad_norm(4_000, 1.0) == 1.0  # a few thousand rows: the floor
+    assert raco.auto_max_grad_norm(10**6, 0.5) == 10.0
     assert raco.auto_batch_size(100) == raco.MIN_BATCH
     assert raco.auto_batch_size(10**7) == raco.MAX_BATCH
     assert raco.auto_batch_size(30_000) == round(30_000 / raco.BATCH_FRACTION_INV)
