@@ -257,10 +257,10 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
     ----------
     classes_ : ndarray
     module_ : torch.nn.Module
-    z_history_ : ndarray of shape (n_steps_,)
+    z_history_ : ndarray of shape (n_steps,)
         ``Z`` used at each step (``"adapt"``, ``"global"``); empty for
         ``"clip"`` and non-private fits. Private: a function of released counts.
-    clip_fraction_history_ : ndarray of shape (n_steps_,)
+    clip_fraction_history_ : ndarray of shape (n_steps,)
         The released noisy fractions ``b~_t`` (``"adapt"`` only, else empty).
     privacy_spent_ : PrivacySpent
     dp_event_ : dp_accounting.DpEvent
@@ -273,6 +273,7 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
     history_ : skorch.history.History
         Per-epoch training loss on raw batches (NOT covered by the guarantee).
     n_steps_ : int
+        Number of steps taken (``n_steps`` above).
 
     Notes
     -----

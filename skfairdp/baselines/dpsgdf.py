@@ -149,7 +149,7 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
 
     Attributes
     ----------
-    group_clip_history_ : ndarray of shape (n_steps_, n_groups)
+    group_clip_history_ : ndarray of shape (n_steps, n_groups)
         The group bounds ``C_k`` of each step (functions of released counts).
     group_encoder_ : GroupEncoder
     privacy_spent_, dp_event_, noise_multiplier_, effective_noise_multiplier_,

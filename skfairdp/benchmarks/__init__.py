@@ -9,13 +9,13 @@ beside the published numbers) and ``<name>.png`` (the trade-off plot).
 This module only names the benchmarks, so that ``skfairdp --help`` stays fast;
 each one lives in its own submodule, imported when it runs:
 
-=================  ==========================================================
-``dpfermi``        DP-FERMI (Lowy, Gupta & Razaviyayn, ICLR 2023)
-``raco``           RaCO-DP (private rate-constrained optimisation)
-``global-scaling`` DPSGD-Global-Adapt (Esipova et al., ICLR 2023), Table 4
-``cgoo``           CGOOReduction vs fairlearn and Jagielski et al. (2019)
-``federated``      SteFFLe: federated DP-FERMI across silos (needs ``skfairdp.federated``)
-=================  ==========================================================
+==================  ==========================================================================
+``dpfermi``         DP-FERMI (Lowy, Gupta & Razaviyayn, ICLR 2023)
+``raco``            RaCO-DP (private rate-constrained optimisation)
+``global-scaling``  DPSGD-Global-Adapt (Esipova et al., ICLR 2023), Table 4
+``cgoo``            CGOOReduction vs fairlearn and Jagielski et al. (2019)
+``federated``       SteFFLe: federated DP-FERMI across silos (needs ``skfairdp.federated``)
+==================  ==========================================================================
 
 Examples
 --------

@@ -339,7 +339,7 @@ class GroupEncoder(BaseEstimator):
         Sorted categories of each attribute.
     n_groups_ : int
         Number of (joint) groups, the product of the numbers of categories.
-    group_labels_ : ndarray of dtype object, shape (n_groups_,)
+    group_labels_ : ndarray of dtype object, shape (n_groups,)
         ``group_labels_[code]`` is the label of the group with that code: the
         category value itself for one attribute (e.g. ``"Female"``), and the
         tuple of category values in attribute order for several attributes
