@@ -1068,6 +1068,30 @@ def test_defaults_resolve_by_n_and_spend_the_budget():
     assert n_oracle_events == est.n_oracle_calls_ <= 3
 
 
+def test_objective_and_constraint_margins_are_separate():
+    from skfairdp.reductions.frank_wolfe import restricted_master
+
+    class Linear:
+        bound = 0.05
+
+        def linear_forms(self):
+            return np.array([-1.0, 0.0]), np.array([[1.0, -1.0]]), np.zeros(1)
+
+    J = np.array([[0.50, 0.50], [0.52, 0.50]])  # the oracle atom: 0.02 cheaper, gap 0.02
+    start, zero, noisy = np.array([0.5, 0.5]), np.zeros(2), np.array([0.0, 0.05])
+    # objective margin only: 0.05 * ||c|| = 0.05 > 0.02, the constant wins
+    w, _ = restricted_master(J, Linear(), start, zero, noisy)
+    assert w[0] == pytest.approx(1.0)
+    # constraint margin only: the atom's gap reads 0.02 + 0.05 sqrt(2); it takes the
+    # largest weight that keeps the mixture's gap at the bound
+    w, _ = restricted_master(J, Linear(), start, noisy, zero)
+    assert w[1] == pytest.approx(0.05 / (0.02 + 0.05 * math.sqrt(2.0)))
+    # noise_margin="auto": a larger margin on the objective than on the constraints
+    auto = (cgoo_module.AUTO_NOISE_MARGIN, cgoo_module.AUTO_OBJECTIVE_MARGIN)
+    assert CGOOReduction()._noise_margins() == auto
+    assert CGOOReduction(noise_margin=0.3)._noise_margins() == (0.3, 0.3)
+
+
 def test_a_large_noise_margin_falls_back_to_the_constant_atoms():
     """Labels independent of X: no oracle atom is better than a constant, and with a
     margin of 6 standard deviations none can look better (chance ~1e-9 per atom)."""

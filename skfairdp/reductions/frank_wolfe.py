@@ -161,12 +161,13 @@ def fully_corrective_weights(
     problem: PenalisedObjective,
     fallback: np.ndarray,
     noise_std: np.ndarray | None = None,
+    objective_noise_std: np.ndarray | None = None,
 ) -> np.ndarray:
     """Mixture weights over all atoms minimising the objective on the released statistics.
 
     See :func:`restricted_master` (this returns its weights).
     """
-    return restricted_master(statistics, problem, fallback, noise_std)[0]
+    return restricted_master(statistics, problem, fallback, noise_std, objective_noise_std)[0]
 
 
 def restricted_master(
@@ -174,6 +175,7 @@ def restricted_master(
     problem: PenalisedObjective,
     fallback: np.ndarray,
     noise_std: np.ndarray | None = None,
+    objective_noise_std: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The best mixture of the atoms found so far, and the direction of the next oracle call.
 
@@ -206,6 +208,10 @@ def restricted_master(
         upper bound of the mixture's noise (``||alpha||_2 <= ||alpha||_1``), so that
         the noise of the released statistics cannot make an atom look feasible or
         cheap (a winner's curse that grows with the number of atoms).
+    objective_noise_std : ndarray of shape (m,), optional
+        The same for the objective's values only (``None``: ``noise_std``), so that
+        the objective (an atom looking cheap) and the constraints (an atom looking
+        feasible) can be given different margins.
 
     Returns
     -------
@@ -219,8 +225,9 @@ def restricted_master(
         c, A, b = forms
         m = J.shape[0]
         std = np.zeros(m) if noise_std is None else np.asarray(noise_std, dtype=np.float64)
+        std_f = std if objective_noise_std is None else np.asarray(objective_noise_std, float)
         result = linprog(
-            c=J @ c + std * np.linalg.norm(c),
+            c=J @ c + std_f * np.linalg.norm(c),
             A_ub=A @ J.T + np.outer(np.linalg.norm(A, axis=1), std),
             b_ub=problem.bound - b,
             A_eq=np.ones((1, m)),
