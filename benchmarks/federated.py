@@ -1,0 +1,277 @@
+"""FederatedDPFermiClassifier (SteFFLe) benchmarks: trade-offs, silos, speed, Flower.
+
+One command runs the fits (appending each to ``<out>/federated.csv`` as it finishes;
+``--resume`` keeps the rows already there) and writes ``federated.md``::
+
+    python benchmarks/federated.py --seeds 0 1 2 3 4                # the full grid
+    python benchmarks/federated.py --seeds 0 --runs tradeoff central --lambdas 0 8 \\
+        --datasets credit-card --epsilons 1 --out /tmp/fed              # a reduced run
+    python benchmarks/federated.py --runs speed flower                  # speed only
+    python benchmarks/federated.py --report-only
+
+Protocol: for seed ``s`` each dataset (``skfairdp.datasets.load_dataset``) is split
+75/25, stratified by group, with ``random_state=s``; the training split is partitioned
+into silos by Algorithm 3 (partition attribute: age) inside the estimator
+(``random_state=s``); error and demographic-parity violation are measured on the test
+split with hard predictions. Runs:
+
+``tradeoff``
+    ``FederatedDPFermiClassifier(fairness_weight=lambda, epsilon=eps, n_silos=3,
+    heterogeneity=h, partition_feature=<age>, delta=1e-5, random_state=s)``, every
+    other parameter at its default, h in {0, 0.75}, eps in {1, 3}.
+``central``
+    ``DPFermiClassifier`` with the same lambda, eps, delta and seed on the whole
+    training split (the centralized reference).
+``silos``
+    Credit Card, eps = 1, N in {1, 3, 6, 12}, h in {0, 0.75}.
+``speed``
+    Time per round of the local backend (3 silos of batch m, history ``dur``, no
+    calibration) against a ``DPFermiClassifier`` step on the same total batch 3m,
+    Adult, lambda = 8, eps = 1, interleaved repeats.
+``flower``
+    The same fit on a loopback Flower deployment (SuperLink + 3 SuperNodes): seconds
+    per round and bytes per round, against the local backend.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+from _results_csv import append, completed  # noqa: E402
+
+DEFAULT_OUT = REPO / "benchmarks" / "results"
+NAME = "federated"
+DELTA = 1e-5
+DATASETS = ("credit-card", "adult")
+AGE = {"credit-card": "AGE", "adult": "age"}
+EPSILONS = (1.0, 3.0)
+HETEROGENEITY = (0.0, 0.75)
+LAMBDAS = (0.0, 0.5, 1.0, 1.5, 2.0, 4.0, 8.0, 16.0)
+SILOS = (1, 3, 6, 12)
+FIELDS = [
+    "run", "dataset", "seed", "epsilon", "lam", "n_silos", "heterogeneity",
+    "error", "dp_violation", "eps_spent_max", "fit_seconds", "rounds",
+]  # fmt: skip
+SPEED_FIELDS = ["backend", "repeat", "rounds", "seconds_per_round", "bytes_per_round"]
+
+
+def _setup():
+    torch.set_num_threads(1)
+    logging.getLogger("absl").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore")
+
+
+def load(name):
+    from skfairdp.datasets import load_dataset
+
+    bunch = load_dataset(name)
+    X = np.ascontiguousarray(np.asarray(bunch.data, dtype=np.float32))
+    _, s = np.unique(np.asarray(bunch.sensitive_features), return_inverse=True)
+    age = list(bunch.feature_names).index(AGE[name])
+    return X, np.asarray(bunch.target).astype(np.int64), s, age
+
+
+def split(data, seed):
+    from sklearn.model_selection import train_test_split
+
+    X, y, s, _ = data
+    return train_test_split(X, y, s, test_size=0.25, random_state=seed, stratify=s)
+
+
+def evaluate(clf, parts):
+    from skfairdp.metrics import demographic_parity_violation
+
+    _, Xte, _, yte, _, ste = parts
+    pred = clf.predict(Xte)
+    return float(np.mean(pred != yte)), float(
+        demographic_parity_violation(yte, pred, sensitive_features=ste)
+    )
+
+
+def fit_one(run, data, parts, *, eps, lam, seed, n_silos=3, h=0.0):
+    from skfairdp import DPFermiClassifier
+    from skfairdp.federated import FederatedDPFermiClassifier
+
+    Xtr, _, ytr, _, str_, _ = parts
+    start = time.perf_counter()
+    if run == "central":
+        clf = DPFermiClassifier(fairness_weight=lam, epsilon=eps, delta=DELTA, random_state=seed)
+        clf.fit(Xtr, ytr, sensitive_features=str_)
+        spent, rounds = clf.privacy_spent_.epsilon, clf.n_steps_
+    else:
+        clf = FederatedDPFermiClassifier(
+            fairness_weight=lam, epsilon=eps, delta=DELTA, n_silos=n_silos, heterogeneity=h,
+            partition_feature=data[3], random_state=seed,
+        )  # fmt: skip
+        clf.fit(Xtr, ytr, sensitive_features=str_)
+        spent, rounds = max(p.epsilon for p in clf.privacy_spent_.values()), clf.n_rounds_
+    seconds = time.perf_counter() - start
+    error, dp = evaluate(clf, parts)
+    return {"error": error, "dp_violation": dp, "eps_spent_max": spent,
+            "fit_seconds": seconds, "rounds": rounds}  # fmt: skip
+
+
+def jobs(args):
+    for dataset in args.datasets:
+        for seed in args.seeds:
+            for eps in args.epsilons:
+                for lam in args.lambdas:
+                    if "central" in args.runs:
+                        yield ("central", dataset, seed, eps, lam, 1, 0.0)
+                    if "tradeoff" in args.runs:
+                        for h in args.heterogeneity:
+                            yield ("tradeoff", dataset, seed, eps, lam, 3, h)
+    if "silos" in args.runs:
+        for seed in args.seeds:
+            for n_silos in SILOS:
+                for h in args.heterogeneity:
+                    for lam in args.lambdas:
+                        yield ("silos", "credit-card", seed, 1.0, lam, n_silos, h)
+
+
+def run_fits(args):
+    path = args.out / f"{NAME}.csv"
+    key = ("run", "dataset", "seed", "epsilon", "lam", "n_silos", "heterogeneity")
+    done = completed(path, key) if args.resume else set()
+    cache = {}
+    for job in jobs(args):
+        run, dataset, seed, eps, lam, n_silos, h = job
+        row_key = tuple(str(v) for v in (run, dataset, seed, eps, lam, n_silos, h))
+        if row_key in done:
+            continue
+        if dataset not in cache:
+            cache = {dataset: load(dataset)}
+        data = cache[dataset]
+        parts = split(data, seed)
+        result = fit_one(run, data, parts, eps=eps, lam=lam, seed=seed, n_silos=n_silos, h=h)
+        row = dict(zip(key, (run, dataset, seed, eps, lam, n_silos, h)), **result)
+        append(path, FIELDS, row)
+        print(row, flush=True)
+
+
+def run_speed(args, repeats=3):
+    """Local backend round vs centralized step on the same total batch (interleaved)."""
+    from skfairdp import DPFermiClassifier
+    from skfairdp.federated import FederatedDPFermiClassifier
+
+    data = load("adult")
+    parts = split(data, 0)
+    Xtr, _, ytr, _, str_, _ = parts
+    m = 64
+    path = args.out / f"{NAME}_speed.csv"
+    for repeat in range(repeats if "speed" in args.runs else 0):
+        fed = FederatedDPFermiClassifier(
+            fairness_weight=8.0, epsilon=1.0, delta=DELTA, batch_size=m, max_epochs=2,
+            random_state=repeat,
+        ).fit(Xtr, ytr, sensitive_features=str_)  # fmt: skip
+        central = DPFermiClassifier(
+            fairness_weight=8.0, epsilon=1.0, delta=DELTA, batch_size=3 * m, max_epochs=2,
+            random_state=repeat,
+        ).fit(Xtr, ytr, sensitive_features=str_)  # fmt: skip
+        for backend, clf, steps in (
+            ("local", fed, fed.n_rounds_),
+            ("central", central, central.n_steps_),
+        ):
+            seconds = sum(row["dur"] for row in clf.history_)
+            append(path, SPEED_FIELDS, {"backend": backend, "repeat": repeat, "rounds": steps,
+                   "seconds_per_round": seconds / steps, "bytes_per_round": ""})  # fmt: skip
+    if "flower" in args.runs:
+        run_flower(args, Xtr, ytr, str_, m)
+
+
+def run_flower(args, Xtr, ytr, str_, m, rounds=6):
+    """Seconds and bytes per round over Flower on loopback, against the local backend."""
+    from skfairdp.federated import FederatedDPFermiClassifier
+
+    path = args.out / f"{NAME}_speed.csv"
+    rows = np.random.default_rng(0).choice(len(ytr), 3 * m * rounds, replace=False)
+    kw = dict(fairness_weight=8.0, epsilon=1.0, delta=DELTA, batch_size=m, max_epochs=1,
+              random_state=0)  # fmt: skip
+    X, y, s = Xtr[rows], ytr[rows], str_[rows]
+    local = FederatedDPFermiClassifier(**kw).fit(X, y, sensitive_features=s)
+    flower = FederatedDPFermiClassifier(backend="flower", **kw).fit(X, y, sensitive_features=s)
+    theta_gap = max(
+        float((a - b).abs().max())
+        for a, b in zip(local.module_.parameters(), flower.module_.parameters())
+    )
+    n_params = sum(p.numel() for p in local.module_.parameters())
+    per_round_bytes = 3 * 4 * (n_params + local.W_.size)  # replies; the broadcast adds pinv
+    for backend, seconds in (
+        ("local-small", sum(r["dur"] for r in local.history_) / local.n_rounds_),
+        ("flower-loopback", float(np.mean(flower.flower_round_seconds_))),
+    ):
+        append(path, SPEED_FIELDS, {"backend": backend, "repeat": 0, "rounds": local.n_rounds_,
+               "seconds_per_round": seconds, "bytes_per_round": per_round_bytes})  # fmt: skip
+    print({"flower_theta_gap_vs_local": theta_gap}, flush=True)
+
+
+def report(args):
+    import pandas as pd
+
+    lines = [f"# {NAME}", "", "Command: `" + shlex.join(["python", *sys.argv]) + "`", ""]
+    path = args.out / f"{NAME}.csv"
+    if path.exists():
+        df = pd.read_csv(path)
+        group = ["run", "dataset", "epsilon", "n_silos", "heterogeneity", "lam"]
+        agg = df.groupby(group).agg(
+            error=("error", "mean"), error_sd=("error", "std"), dp=("dp_violation", "mean"),
+            dp_sd=("dp_violation", "std"), eps_max=("eps_spent_max", "max"),
+            seeds=("seed", "nunique"), fit_s=("fit_seconds", "mean"),
+        )  # fmt: skip
+        lines += ["## Error and DP violation (test, hard predictions; mean, sd over seeds)", ""]
+        lines += [agg.round(4).to_markdown(), ""]
+    speed = args.out / f"{NAME}_speed.csv"
+    if speed.exists():
+        sp = pd.read_csv(speed)
+        lines += ["## Time per round", "", sp.groupby("backend").agg(
+            seconds_per_round=("seconds_per_round", "median"), repeats=("repeat", "nunique"),
+            bytes_per_round=("bytes_per_round", "max"),
+        ).to_markdown(), ""]  # fmt: skip
+        per = sp.groupby("backend")["seconds_per_round"].median()
+        if {"local", "central"} <= set(per.index):
+            ratio = per["local"] / per["central"]
+            lines += [f"Local backend round / centralized step (same total batch): {ratio:.2f} "
+                      "(target <= 1.5)", ""]  # fmt: skip
+        if {"flower-loopback", "local-small"} <= set(per.index):
+            extra = per["flower-loopback"] - per["local-small"]
+            lines += [f"Flower loopback round overhead: {extra * 1e3:.0f} ms (target <= 50 ms)",
+                      ""]  # fmt: skip
+    (args.out / f"{NAME}.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS))
+    parser.add_argument("--lambdas", type=float, nargs="+", default=list(LAMBDAS))
+    parser.add_argument("--heterogeneity", type=float, nargs="+", default=list(HETEROGENEITY))
+    parser.add_argument("--runs", nargs="+", default=["tradeoff", "central", "silos", "speed"],
+                        choices=["tradeoff", "central", "silos", "speed", "flower"])  # fmt: skip
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    _setup()
+    if not args.report_only:
+        run_fits(args)
+        if "speed" in args.runs or "flower" in args.runs:
+            run_speed(args)
+    report(args)
+
+
+if __name__ == "__main__":
+    main()
