@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from ..engine.clipping import clipped_total
+from ..engine.clipping import ScaledRows, clipped_total
+from ..engine.per_sample import FactoredLinearGradients
 from ..engine.step import plain_sum
 
 __all__ = ["SiloBatch", "clipped_sums"]
@@ -80,16 +82,23 @@ def clipped_sums(grads_of, problem, batches: list[SiloBatch]):
         *batch,
         output_gradients=getattr(problem, "primal_output_gradients", None),
     )
+    slices = [slice(start - size, start) for start, size in zip(np.cumsum(sizes), sizes)]
     for g, is_private in zip(grads, problem.private_primal):
         for j, b in enumerate(batches):
+            own = _rows(g, slices[j])  # silo j's rows alone: the engine's own arithmetic
             if is_private and b.max_grad_norm is not None:
-                part = clipped_total(g, b.max_grad_norm, masks[j])
-            else:
+                part = (
+                    clipped_total(g, b.max_grad_norm, masks[j])
+                    if own is None
+                    else clipped_total(own, b.max_grad_norm)
+                )
+            elif own is None:
                 part = plain_sum(g, total, device, masks[j])
+            else:
+                part = plain_sum(own, sizes[j], device)
             primal[j] = primal[j] + part
-    return [
-        (primal[j], d) for j, d in enumerate(_dual_sums(problem, outputs, batch, batches, masks))
-    ]
+    dual = _dual_sums(problem, outputs, batch, batches, masks, slices)
+    return [(primal[j], d) for j, d in enumerate(dual)]
 
 
 def _empty_dual(problem):
@@ -100,7 +109,19 @@ def _empty_dual(problem):
     return problem.W.new_zeros(problem.W.numel()) if public is None else public
 
 
-def _dual_sums(problem, outputs, batch, batches, masks):
+def _rows(per_sample, rows: slice):
+    """The per-sample rows ``rows`` alone, or None (then a 0/1 mask selects them)."""
+    if isinstance(per_sample, torch.Tensor):
+        return per_sample[rows]
+    if isinstance(per_sample, FactoredLinearGradients) and per_sample.simple:
+        factors = [(w, c, a[rows], b[rows]) for w, c, a, b in per_sample.factors]
+        return FactoredLinearGradients(per_sample.params, factors, rows.stop - rows.start)
+    if isinstance(per_sample, ScaledRows) and per_sample.exponent is None:
+        return per_sample.scaled[rows]
+    return None
+
+
+def _dual_sums(problem, outputs, batch, batches, masks, slices):
     contributions = problem.dual_contributions(outputs, *batch)
     if contributions is None:
         return [None] * len(batches)
@@ -111,9 +132,16 @@ def _dual_sums(problem, outputs, batch, batches, masks):
         public = None
         if shared_public:  # the s-free part of W's gradient: exact, per silo
             public, _ = problem.dual_contributions(outputs, *batch, weights=masks[j])
+        own = _rows(rows, slices[j])
         if b.dual_clip is not None:
-            part = clipped_total(rows, b.dual_clip, masks[j])
-        else:
+            part = (
+                clipped_total(rows, b.dual_clip, masks[j])
+                if own is None
+                else clipped_total(own, b.dual_clip)
+            )
+        elif own is None:
             part = plain_sum(rows, len(masks[j]), masks[j].device, masks[j])
+        else:
+            part = plain_sum(own, b.size, masks[j].device)
         sums.append(part if public is None else public + part)
     return sums
