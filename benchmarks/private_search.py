@@ -85,12 +85,20 @@ def _setup():
 
 
 def _commit() -> str:
+    """HEAD when the run started, ``+dirty`` if skfairdp/ had uncommitted changes then."""
     try:
-        return subprocess.check_output(
+        head = subprocess.check_output(
             ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True
         ).strip()
+        dirty = subprocess.check_output(
+            ["git", "status", "--porcelain", "--", "skfairdp"], cwd=REPO, text=True
+        ).strip()
+        return head + ("+dirty" if dirty else "")
     except Exception:
         return "unknown"
+
+
+COMMIT = _commit()  # the code this process imports is the code at its start
 
 
 def load_split(seed):
@@ -176,7 +184,7 @@ def run_arm(arm, seed, parts):
         fairness_weight=params["fairness_weight"],
         lr=params["lr"],
         seconds=round(seconds, 1),
-        commit=_commit(),
+        commit=COMMIT,
         **extra,
     )
 
@@ -193,7 +201,8 @@ def report(out: Path, argv: list[str]) -> str:
         "python benchmarks/private_search.py " + " ".join(shlex.quote(a) for a in argv),
         "```",
         "",
-        f"- Rows: `{NAME}.csv` ({len(df)}); code at {', '.join(sorted(set(map(str, df.commit))))}; "
+        f"- Rows: `{NAME}.csv` ({len(df)}); code at {', '.join(sorted(set(map(str, df.commit))))}"
+        " (HEAD when the run started); "
         f"seeds {sorted(int(s) for s in set(df.seed))}; torch 1 thread on a shared 2-core machine "
         "(seconds are indicative).",
         "- Protocol: see the docstring of benchmarks/private_search.py. Adult 75/25 split "

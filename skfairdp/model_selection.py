@@ -45,6 +45,7 @@ requires.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import numbers
@@ -54,6 +55,7 @@ import dp_accounting
 import numpy as np
 import torch
 from dp_accounting import dp_event
+from scipy.special import gammaln
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.pipeline import Pipeline
@@ -119,6 +121,7 @@ def run_distribution_shape(distribution: str, shape: float = 0.5) -> float:
     raise ValueError(f"distribution must be one of {DISTRIBUTIONS}, got {distribution!r}")
 
 
+@functools.lru_cache(maxsize=64)
 def _gamma(shape: float, mean: float) -> float:
     """The success probability of the truncated negative binomial of this mean (dp-accounting's)."""
     from dp_accounting.rdp.rdp_privacy_accountant import _gamma_truncated_negative_binomial
@@ -167,7 +170,7 @@ def n_runs_pmf(k, distribution: str, mean: float, shape: float = 0.5) -> np.ndar
 
 
 def _lgamma(x: np.ndarray) -> np.ndarray:
-    return np.vectorize(math.lgamma, otypes=[np.float64])(x)
+    return gammaln(x)
 
 
 def draw_n_runs(random: RandomSource, distribution: str, mean: float, shape: float = 0.5) -> int:

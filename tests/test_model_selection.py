@@ -348,7 +348,7 @@ def test_routing_of_sensitive_features(data):
 def test_real_estimator_end_to_end():
     X, y, s = make_biased_data(n=600, seed=0)
     search = PrivateSearchCV(
-        DPSGDClassifier(batch_size=64, max_epochs=1), {"lr": [0.1, 1.0]}, epsilon=2.0,
+        DPSGDClassifier(batch_size=1024, max_epochs=2), {"lr": [0.1, 1.0]}, epsilon=2.0,
         n_candidates_mean=2, fairness="demographic_parity", max_violation=0.3, random_state=0,
     )  # fmt: skip
     with warnings.catch_warnings():
