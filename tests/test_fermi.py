@@ -946,16 +946,17 @@ def test_best_response_steps_get_rows_plus_accounted_noise(monkeypatch, biased_d
 
 
 def test_penalty_that_noise_hides_does_no_harm_on_small_data():
-    """750 rows, a 20% group, epsilon=1 (German credit's regime): W cannot tell the group
-    rates from noise, so lambda = 64 must stay near lambda = 0 in error and violation.
-    With the ascent (lr_dual = 0.005 / lambda, the former "auto") the same fits rose from an
-    error of 0.25 and a violation of 0.33 at lambda = 0 to 0.30 and 0.41 at lambda = 64."""
+    """750 training rows, a 20% group, a weak proxy, epsilon=1 (German credit's regime): W's
+    released rates are mostly noise, so lambda = 64 must stay near lambda = 0 in error and
+    not raise the violation. Measured (3 seeds): lambda = 0 gives error 0.215 / violation
+    0.122; lambda = 64 gives 0.248 / 0.076, and 0.303 / 0.075 with the former W ascent
+    (``lr_dual = 0.005 / lambda``, what ``"auto"`` resolved to here), which fails."""
     rng = np.random.default_rng(0)
     n = 1000
     s = (rng.random(n) < 0.2).astype(np.int64)
-    X = rng.normal(size=(n, 5)).astype(np.float32)
-    X[:, 0] += 1.5 * s
-    y = (X[:, 0] + X[:, 1] + 0.8 * rng.normal(size=n) > 0.2).astype(np.int64)
+    X = rng.normal(size=(n, 20)).astype(np.float32)
+    X[:, 0] += 1.0 * s
+    y = (0.7 * X[:, 0] + X[:, 1] + rng.normal(size=n) > -0.5).astype(np.int64)
     train, test = slice(0, 750), slice(750, None)
     out = {}
     for lam in (0.0, 64.0):
@@ -967,5 +968,5 @@ def test_penalty_that_noise_hides_does_no_harm_on_small_data():
             errs.append(np.mean(pred != y[test]))
             viols.append(demographic_parity_violation(y[test], pred, sensitive_features=s[test]))
         out[lam] = (np.mean(errs), np.mean(viols))
-    assert out[64.0][0] <= out[0.0][0] + 0.03, out
-    assert out[64.0][1] <= out[0.0][1] + 0.05, out
+    assert out[64.0][0] <= out[0.0][0] + 0.05, out
+    assert out[64.0][1] <= out[0.0][1] + 0.02, out
