@@ -19,6 +19,7 @@ _EXPORTS = {
     "DPSGDFClassifier": "baselines",
     "DPSGDRegressor": "linear_regression",
     "FairLensClassifier": "baselines",
+    "FederatedDPFermiClassifier": "federated",
     "GlobalScalingDPClassifier": "global_scaling",
     "RaCODPClassifier": "raco",
 }
@@ -30,6 +31,7 @@ __all__ = [
     "DPSGDFClassifier",
     "DPSGDRegressor",
     "FairLensClassifier",
+    "FederatedDPFermiClassifier",
     "GlobalScalingDPClassifier",
     "RaCODPClassifier",
     "__version__",
@@ -37,6 +39,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .baselines import DPSGDFClassifier, FairLensClassifier
+    from .federated import FederatedDPFermiClassifier
     from .fermi import DPFermiClassifier
     from .global_scaling import GlobalScalingDPClassifier
     from .linear_regression import DPSGDRegressor

@@ -20,6 +20,7 @@ from skfairdp import (
     DPFermiClassifier,
     DPSGDFClassifier,
     FairLensClassifier,
+    FederatedDPFermiClassifier,
     RaCODPClassifier,
 )
 
@@ -116,10 +117,23 @@ class FirstColumnCGOO(CGOOReduction):
         return super().fit(X, y, sensitive_features=sensitive_features)
 
 
+class FirstColumnFederated(FederatedDPFermiClassifier):
+    """TEST-ONLY: :class:`FederatedDPFermiClassifier` with groups from X's first column.
+
+    Its ``fit`` takes ``silo_ids``, not ``sample_weight``.
+    """
+
+    def fit(self, X, y, *, sensitive_features=None, silo_ids=None):
+        if sensitive_features is None:
+            sensitive_features = first_column_groups(X)
+        return super().fit(X, y, sensitive_features=sensitive_features, silo_ids=silo_ids)
+
+
 WRAPPERS = [
     FirstColumnGroups,
     FirstColumnGroupsRaCO,
     FirstColumnDPSGDF,
     FirstColumnFairLens,
     FirstColumnCGOO,
+    FirstColumnFederated,
 ]

@@ -21,6 +21,7 @@ from first_column import (
     FirstColumnCGOO,
     FirstColumnDPSGDF,
     FirstColumnFairLens,
+    FirstColumnFederated,
     FirstColumnGroups,
     FirstColumnGroupsRaCO,
 )
@@ -42,6 +43,7 @@ from skfairdp import (
     DPSGDFClassifier,
     DPSGDRegressor,
     FairLensClassifier,
+    FederatedDPFermiClassifier,
     GlobalScalingDPClassifier,
     RaCODPClassifier,
 )
@@ -67,6 +69,7 @@ PUBLIC = [
     DPSGDClassifier,
     DPSGDRegressor,
     CGOOReduction,
+    FederatedDPFermiClassifier,
 ]
 ALL_ESTIMATORS = PUBLIC + WRAPPERS
 # The estimators fitted by the one private-fit template (PrivateEstimatorBase): shared
@@ -228,6 +231,13 @@ CHECKED = [
     FirstColumnCGOO(
         DPSGDRegressor(lr=0.5, max_epochs=10, batch_size=1024), difference_bound=0.2,
         epsilon=8.0, max_iter=2, random_state=0,
+    ),
+    # federated DP-FERMI (local backend, 3 silos of the checks' rows each); the private
+    # instance uses full batches and public group priors, as the centralized ones above
+    FederatedDPFermiClassifier(fairness_weight=0, epsilon=np.inf, max_epochs=10, random_state=0),
+    FirstColumnFederated(
+        fairness_weight=1.0, epsilon=8, lr=0.5, max_epochs=10, batch_size=1024,
+        group_priors=[0.5, 0.5], random_state=0,
     ),
 ]  # fmt: skip
 

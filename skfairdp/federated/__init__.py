@@ -10,10 +10,25 @@
 - :mod:`.estimator`: :class:`FederatedDPFermiClassifier`.
 """
 
-from .estimator import FederatedDPFermiClassifier
-from .partition import heterogeneous_partition, silo_sizes
-from .server import Server, aggregation_weights
-from .silo import BROADCAST_KEYS, REPLY_KEYS, Silo, SiloBudgetExceeded, SiloConfig
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# public name -> submodule (imported on first use, PEP 562: a ClientApp process,
+# started by Flower for every message, imports only the silo's modules)
+_EXPORTS = {
+    "BROADCAST_KEYS": "silo",
+    "FederatedDPFermiClassifier": "estimator",
+    "REPLY_KEYS": "silo",
+    "Server": "server",
+    "Silo": "silo",
+    "SiloBudgetExceeded": "silo",
+    "SiloConfig": "silo",
+    "aggregation_weights": "server",
+    "heterogeneous_partition": "partition",
+    "silo_sizes": "partition",
+}
 
 __all__ = [
     "BROADCAST_KEYS",
@@ -27,3 +42,28 @@ __all__ = [
     "heterogeneous_partition",
     "silo_sizes",
 ]
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .estimator import FederatedDPFermiClassifier
+    from .partition import heterogeneous_partition, silo_sizes
+    from .server import Server, aggregation_weights
+    from .silo import BROADCAST_KEYS, REPLY_KEYS, Silo, SiloBudgetExceeded, SiloConfig
+
+
+def __getattr__(name: str) -> Any:
+    """Import an exported name, or a submodule, the first time it is used."""
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("__"):
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
