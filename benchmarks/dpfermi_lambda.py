@@ -372,6 +372,7 @@ def _agg(df):
         batch=("batch_size", "first"),
         epochs=("max_epochs", "first"),
         fit_s=("fit_seconds", "mean"),
+        commits=("commit", lambda c: ", ".join(sorted(set(map(str, c))))),
     ).reset_index()
     return out.fillna({"err_sd": 0.0, "dp_sd": 0.0, "eo_sd": 0.0})
 
@@ -549,7 +550,8 @@ def report(df, command, out):
             rows = sub[(sub["run"] == run_name) & (sub["eps"] == eps)].sort_values("param")
             if rows.empty:
                 continue
-            lines += [f"### {title}", ""] + _curve_table(rows, col) + [""]
+            code = ", ".join(sorted({c for cs in rows["commits"] for c in cs.split(", ")}))
+            lines += [f"### {title}", "", f"Code: {code}.", ""] + _curve_table(rows, col) + [""]
         for notion in ("demographic_parity", "equalized_odds"):
             rows = sub[(sub["run"] == "expgrad") & (sub["notion"] == notion)].sort_values("param")
             if rows.empty:

@@ -477,15 +477,17 @@ class DPFermiClassifier(PrivateClassifierBase):
         Learning rate of the theta optimizer (with ``max_grad_norm=1`` a step
         moves theta by at most ``lr`` plus noise).
     lr_dual : "auto" or float, default="auto"
-        Step size of the dual variable W's projected ascent (applied to
-        ``lambda`` times the W-gradient, as in the paper). The batch objective
-        is a concave quadratic in W with Hessian ``-2 lambda diag(p(Yhat))``,
-        so the ascent is stable only while
-        ``lr_dual * 2 * lambda * max_j p(Yhat=j) < 2``;
-        ``"auto"`` is ``a / lambda`` with ``a`` at most a tenth of the paper's
-        ``1 / beta_w = 1 / (2 lambda)`` (stable for every ``lambda``; a fixed
-        value diverges once ``lambda`` is large enough), and smaller when W's
-        noise would outweigh the rates it measures (:func:`auto_dual_step`).
+        How W moves. ``"auto"``: W is the best response (the exact maximiser of
+        the psi terms) to a running mean of the released batch histograms of
+        (group, prediction), each W column shrunk towards independence by a
+        James-Stein gain computed from the histograms' known noise, so that a
+        dependence the released statistics cannot tell from noise puts no force
+        on theta (:func:`shrunk_best_response`); the running mean's rate is
+        :func:`auto_dual_rate`. A float: the paper's projected gradient ascent
+        with that step size, applied to ``lambda`` times the W-gradient. The
+        batch objective is a concave quadratic in W with Hessian
+        ``-2 lambda diag(p(Yhat))``, so the ascent is stable only while
+        ``lr_dual * 2 * lambda * max_j p(Yhat=j) < 2``.
     dual_rates : {"hard", "soft"}, default="hard"
         What W's ascent sees: the one-hot hard predictions (the rates users are
         judged on; the model's step stays on probabilities) or the paper's soft
@@ -554,7 +556,8 @@ class DPFermiClassifier(PrivateClassifierBase):
     W_ : ndarray of shape (n_blocks, n_groups, n_classes)
         Final ascent variable.
     batch_size_, max_epochs_, max_grad_norm_, lr_dual_ : int, int, float, float
-        The values the fit used (``"auto"`` resolved).
+        The values the fit used (``"auto"`` resolved; with ``lr_dual="auto"``,
+        ``lr_dual_`` is the rate of W's running mean of released histograms).
     objective_scales_ : tuple of float
         Factors of the loss and of ``lambda psi`` in theta's objective: each part
         no clip bounds is divided by ``1 + lambda / 8`` (:func:`objective_scales`).
