@@ -573,7 +573,8 @@ def _defaults(df) -> list[str]:
         "`difference_bound=0.05` (its DP violation is to be read against 0.05); "
         "`DPSGDClassifier(epsilon=1, delta=1e-5, random_state=seed)` (no constraint; its DP "
         "violation for reference). The majority class is the training split's. Hard test "
-        "predictions (the mixture's draws with `random_state=seed`).",
+        "predictions (the mixture's draws with `random_state=seed`). `fit s`: wall time on "
+        "2 cores shared with other jobs, not a speed measurement.",
         "",
         table.to_markdown(index=False, floatfmt=".4f"),
         "",
