@@ -158,6 +158,9 @@ def n_runs_pmf(k, distribution: str, mean: float, shape: float = 0.5) -> np.ndar
         return out
     gamma = _gamma(eta, mean)
     ok = k >= 1
+    if gamma >= 1.0:  # mean 1: one run, always
+        out[k == 1] = 1.0
+        return out
     if eta == 0:
         out[ok] = np.exp(k[ok] * math.log1p(-gamma) - np.log(k[ok]) - math.log(-math.log(gamma)))
         return out

@@ -190,6 +190,21 @@ def test_pmf_is_a_distribution_with_the_stated_mean(distribution):
     assert (p[0] > 0) == (distribution == "poisson")
 
 
+@pytest.mark.parametrize("distribution", ["truncated_negative_binomial", "geometric",
+                                          "logarithmic"])  # fmt: skip
+def test_mean_one_is_one_run(distribution):
+    pmf = n_runs_pmf([0, 1, 2], distribution, 1.0)
+    np.testing.assert_allclose(pmf, [0.0, 1.0, 0.0], atol=1e-8)
+    assert draw_n_runs(RandomSource(0), distribution, 1.0) == 1
+
+
+def test_secure_mode_search(data):
+    X, y, _ = data
+    search = PrivateSearchCV(ToyPrivateClassifier(), {"threshold": [0.0, 0.5]}, secure_mode=True)
+    assert search.fit(X, y).privacy_spent_.epsilon <= 1.0
+    assert search.best_estimator_.secure_mode and search.best_estimator_.random_state is None
+
+
 def test_geometric_pmf_closed_form():
     k = np.arange(1, 30)
     np.testing.assert_allclose(n_runs_pmf(k, "geometric", 4.0), 0.25 * 0.75 ** (k - 1))
