@@ -185,8 +185,8 @@ def load_bank_marketing(
 
     References
     ----------
-    .. [1] Moro, S., Rita, P. and Cortez, P. (2012). Bank Marketing
-       [Dataset]. UCI Machine Learning Repository.
+    .. [1] Moro, S., Rita, P. and Cortez, P. (2012).
+       Bank Marketing [Dataset]. UCI Machine Learning Repository.
        https://doi.org/10.24432/C5K306
     .. [2] Moro, S., Cortez, P. and Rita, P. (2014). A data-driven approach
        to predict the success of bank telemarketing. Decision Support
