@@ -8,6 +8,9 @@ import json
 import math
 import os
 import pickle
+import re
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -114,12 +117,12 @@ def _local_rounds(silos, run, rounds):
 
 
 def test_superlink_and_three_supernodes_match_the_local_backend(tmp_path):
-    """Round 0 + 2 rounds agree with the local backend (1e-5); silo 2's budget is 2
-    rounds, so round 3 is refused: the run fails naming it, every silo's own report
+    """Round 0 + 1 round agree with the local backend (1e-5); silo 2's budget is 1
+    round, so round 2 is refused: the run fails naming it, every silo's own report
     counts exactly what it released."""
     X, y, s = make_tradeoff_data(450, seed=1)
     parts = np.array_split(np.arange(450), 3)
-    budgets, seeds = [3, 3, 2], [11, 12, 13]
+    budgets, seeds = [2, 2, 1], [11, 12, 13]
     nodes = []
     for j, idx in enumerate(parts):
         np.savez(tmp_path / f"silo{j}.npz", X=X[idx], y=y[idx], s=s[idx])
@@ -132,7 +135,7 @@ def test_superlink_and_three_supernodes_match_the_local_backend(tmp_path):
             )  # fmt: skip
         )
     run = {
-        **RUN, "num-silos": 3, "rounds": 3, "lr": 0.5, "lr-dual": 0.05, "iterate": "last",
+        **RUN, "num-silos": 3, "rounds": 2, "lr": 0.5, "lr-dual": 0.05, "iterate": "last",
         "init-seed": 5, "n-features": 3, "histogram-cells": "groups",
         "output-path": str(tmp_path / "server.npz"), "round-timeout": 120.0,
     }  # fmt: skip
@@ -140,24 +143,89 @@ def test_superlink_and_three_supernodes_match_the_local_backend(tmp_path):
         result = federation.run(run, timeout=240.0)
         logs = federation.logs()
     assert result["status"] == "finished:failed", result["log"][-3000:] + logs
-    assert "round 3" in result["log"] and "2 budgeted rounds" in result["log"]
+    assert "round 2" in result["log"] and "1 budgeted rounds" in result["log"]
     out = np.load(tmp_path / "server.npz")
-    assert int(out["rounds_done"]) == 2 and not bool(out["final"])
+    assert int(out["rounds_done"]) == 1 and not bool(out["final"])
 
     silos = [
         Silo(X[idx], y[idx], s[idx], _silo_config(budgets[j]), seed=seeds[j])
         for j, idx in enumerate(parts)
     ]
-    server = _local_rounds(silos, run, 2)
+    server = _local_rounds(silos, run, 1)
     assert np.abs(out["theta"] - server.theta()).max() < 1e-5
     assert np.abs(out["W"].ravel() - server.W.numpy().ravel()).max() < 1e-5
-    # each silo's own accounting: silos 0 and 1 also answered round 3, silo 2 refused it
+    # each silo's own accounting: silos 0 and 1 also answered round 2, silo 2 refused it
     for j, silo in enumerate(silos):
         report = json.loads((tmp_path / f"silo{j}.json").read_text())
-        assert report["rounds_done"] == (3 if j < 2 else 2)
+        assert report["rounds_done"] == (2 if j < 2 else 1)
         assert report["histogram_done"] and report["epsilon"] <= 1.0
         event = pickle.loads((tmp_path / f"silo{j}.json.event").read_bytes())
         if j == 2:
-            assert event == silo.dp_event  # histogram + the same 2 rounds, recorded
+            assert event == silo.dp_event  # histogram + the same round, recorded
     # what the silos sent per round: 3 x (8 theta + 4 W float32 values), plus Flower's framing
-    assert len(out["reply_bytes"]) == 2 and min(out["reply_bytes"]) >= 3 * 4 * (8 + 4)
+    assert len(out["reply_bytes"]) == 1 and min(out["reply_bytes"]) >= 3 * 4 * (8 + 4)
+
+
+def test_a_supernode_killed_mid_run_fails_the_run_naming_it(tmp_path):
+    """SuperNode 2 is killed once round 1 is applied: the run fails, naming its node,
+    with the last good round saved; every silo's own report (the killed one's included)
+    prices exactly the histogram and the rounds it released."""
+    X, y, s = make_tradeoff_data(300, seed=2)
+    parts = np.array_split(np.arange(300), 3)
+    seeds, budget = [21, 22, 23], 50
+    nodes = []
+    for j, idx in enumerate(parts):
+        np.savez(tmp_path / f"silo{j}.npz", X=X[idx], y=y[idx], s=s[idx])
+        nodes.append(
+            fl.node_config_for(
+                _silo_config(budget),
+                tmp_path / f"silo{j}.npz",
+                seeds[j],
+                report_path=tmp_path / f"silo{j}.json",
+            )  # fmt: skip
+        )
+    out_path = tmp_path / "server.npz"
+    run = {
+        **RUN, "num-silos": 3, "rounds": budget, "lr": 0.5, "lr-dual": 0.05, "iterate": "last",
+        "init-seed": 5, "n-features": 3, "histogram-cells": "groups",
+        "output-path": str(out_path), "round-timeout": 150.0,
+    }  # fmt: skip
+    with LoopbackFederation(nodes, workdir=tmp_path / "federation") as federation:
+        killed = federation.node_id(2)
+        result = {}
+        thread = threading.Thread(target=lambda: result.update(federation.run(run, timeout=480)))
+        thread.start()
+        deadline = time.monotonic() + 300
+        while not (out_path.exists() and int(np.load(out_path)["rounds_done"]) >= 1):
+            assert thread.is_alive() and time.monotonic() < deadline, federation.logs()
+            time.sleep(0.2)
+        federation.kill_node(2)
+        thread.join()
+        logs = federation.logs()
+    assert result["status"] == "finished:failed", result["log"][-3000:] + logs
+    done = int(np.load(out_path)["rounds_done"])
+    assert 1 <= done < budget and not bool(np.load(out_path)["final"])
+    failure = re.search(rf"round {done + 1}: silos (?:on nodes \[|refused or failed: node )(\d+)",
+                        result["log"])  # fmt: skip
+    assert failure and int(failure.group(1)) == killed, result["log"][-3000:]
+    assert "did not reply" in result["log"] or "Node Unavailable" in result["log"]
+    for j, idx in enumerate(parts):
+        report = json.loads((tmp_path / f"silo{j}.json").read_text())
+        # a silo released round `done + 1` if it answered it (or, killed, ran it)
+        assert done <= report["rounds_done"] <= done + 1, (j, report)
+        assert report["histogram_done"]
+        # its accounting: exactly the histogram and its rounds, priced by its own config
+        silo = Silo(X[idx], y[idx], s[idx], _silo_config(budget), seed=seeds[j])
+        silo.histogram("groups")
+        module = fl._module(3, 2, run)
+        from skfairdp.engine import PerSampleGradients
+
+        state = {
+            "theta": np.zeros(8, np.float32), "W": np.zeros((1, 2, 2), np.float32),
+            "pinv": np.full((1, 2), math.sqrt(2), np.float32), "label_weights": np.ones(2),
+        }  # fmt: skip
+        for t in range(report["rounds_done"]):
+            silo.release({**state, "round": t}, module, PerSampleGradients(module))
+        event = pickle.loads((tmp_path / f"silo{j}.json.event").read_bytes())
+        assert event == silo.dp_event
+        assert report["epsilon"] == pytest.approx(silo.privacy_spent().epsilon, rel=1e-9)

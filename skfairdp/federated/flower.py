@@ -54,6 +54,8 @@ from .silo import Silo, SiloConfig
 __all__ = ["client_app", "node_config_for", "server_app"]
 
 STATE_ARRAYS = ("theta", "W", "pinv", "label_weights")
+#: seconds between the ServerApp's pulls of replies (run config ``poll-interval``)
+POLL_INTERVAL = 0.1
 #: node-config keys: what each silo decides for itself
 NODE_KEYS = (
     "data-path",
@@ -255,6 +257,7 @@ def main(grid: Grid, context: Context) -> None:
     run = dict(context.run_config)
     n_silos = int(run["num-silos"])
     timeout = float(run.get("round-timeout", 120.0))
+    poll = float(run.get("poll-interval", POLL_INTERVAL))
     nodes = _wait_for_nodes(grid, n_silos, float(run.get("wait-timeout", 120.0)))
     fairness, lam = str(run["fairness"]), float(run["fairness-weight"])
     n_classes, n_groups = int(run["n-classes"]), int(run["n-groups"])
@@ -270,7 +273,8 @@ def main(grid: Grid, context: Context) -> None:
             )
             for node in nodes
         ]
-        counts = [r["counts"]["counts"].numpy() for r in _collect(grid, msgs, nodes, 0, timeout)]
+        replies = _collect(grid, msgs, nodes, 0, timeout, poll)
+        counts = [r["counts"]["counts"].numpy() for r in replies]
         totals = np.sum(counts, axis=0)
         sizes = np.array([c.sum() for c in counts])
     priors = run.get("group-priors", "")
@@ -358,7 +362,7 @@ def main(grid: Grid, context: Context) -> None:
             )
             for node in nodes
         ]
-        replies = _collect(grid, msgs, nodes, t + 1, timeout)
+        replies = _collect(grid, msgs, nodes, t + 1, timeout, poll)
         server.apply([{k: v.numpy() for k, v in r["reply"].items()} for r in replies])
         timings.append(time.perf_counter() - start)
         sent.append(int(sum(r["reply"].count_bytes() for r in replies)))
@@ -378,19 +382,36 @@ def _wait_for_nodes(grid: Grid, n_silos: int, timeout: float) -> list[int]:
         time.sleep(0.2)
 
 
-def _collect(grid: Grid, msgs, nodes, round_, timeout):
-    """Send, wait for every silo; a missing or failed reply stops the run (fail policy)."""
-    replies = {r.metadata.src_node_id: r for r in grid.send_and_receive(msgs, timeout=timeout)}
+def _collect(grid: Grid, msgs, nodes, round_, timeout, poll=POLL_INTERVAL):
+    """Send, wait for every silo; a missing or failed reply stops the run (fail policy).
+
+    Uses the Grid's ``push_messages`` / ``pull_messages`` with a ``poll`` second
+    interval: ``Grid.send_and_receive`` sleeps 3 s between pulls in flwr 1.41,
+    which would add up to 3 s to every round. The first failed reply stops the
+    wait (the run is going to fail anyway).
+    """
+    ids = set(grid.push_messages(msgs))
+    deadline = time.monotonic() + timeout
+    replies: dict[int, Message] = {}
+    while ids:
+        for reply in grid.pull_messages(ids):
+            ids.discard(reply.metadata.reply_to_message_id)
+            replies[reply.metadata.src_node_id] = reply
+        if any(r.has_error() for r in replies.values()) or time.monotonic() > deadline:
+            break
+        if ids:
+            time.sleep(poll)
+    failed = {n: replies[n].error for n in nodes if n in replies and replies[n].has_error()}
+    if failed:
+        raise RuntimeError(
+            f"round {round_}: silos refused or failed: "
+            + "; ".join(f"node {n}: {e.reason}" for n, e in failed.items())
+            + " (the run stops; every silo keeps its own accounting of what it released)"
+        )
     missing = [n for n in nodes if n not in replies]
     if missing:
         raise RuntimeError(
             f"round {round_}: silos on nodes {missing} did not reply within {timeout:g} s; "
             "the run stops (every silo keeps its own accounting of what it released)"
-        )
-    failed = {n: replies[n].error for n in nodes if replies[n].has_error()}
-    if failed:
-        raise RuntimeError(
-            f"round {round_}: silos refused or failed: "
-            + "; ".join(f"node {n}: {e.reason}" for n, e in failed.items())
         )
     return [replies[n].content for n in nodes]

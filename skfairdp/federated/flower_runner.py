@@ -81,6 +81,12 @@ class LoopbackFederation:
             os.environ,
             FLWR_HOME=str(self.home),
             FLWR_DISABLE_UPDATE_CHECK="1",
+            # SuperExec (one per SuperNode, one for the SuperLink's ServerApp) polls
+            # for tasks every 1 s by default (0.2 s here); a ClientApp process starts per
+            # message, so this wait is paid by every silo in every round
+            FLWR_SUPEREXEC_TASK_POLL_INTERVAL=os.environ.get(
+                "FLWR_SUPEREXEC_TASK_POLL_INTERVAL", "0.2"
+            ),
             OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"),
             MKL_NUM_THREADS=os.environ.get("MKL_NUM_THREADS", "1"),
         )
@@ -162,6 +168,19 @@ class LoopbackFederation:
         proc = self.processes[1 + j]
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
+
+    def node_id(self, j: int, timeout: float = 60.0) -> int:
+        """Flower's node id of SuperNode ``j`` (from its log, once it has connected)."""
+        deadline = time.monotonic() + timeout
+        path = self.workdir / f"supernode{j}.log"
+        while True:
+            self.processes[1 + j]._log.flush()  # type: ignore[attr-defined]
+            found = re.search(r"SuperNode ID: (\d+)", path.read_text(errors="replace"))
+            if found:
+                return int(found.group(1))
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"SuperNode {j} did not connect in {timeout:g} s")
+            time.sleep(0.2)
 
     def flwr(self, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
         return subprocess.run(
