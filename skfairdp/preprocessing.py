@@ -410,7 +410,8 @@ class DPOneHotEncoder(TransformerMixin, _PrivateStep):
 
         Returns
         -------
-        ndarray of float64, shape (n_samples, sum of len(categories_))
+        ndarray of float64, shape (n_samples, n_kept_categories)
+            One column per kept category (``categories_``), column by column.
         """
         check_is_fitted(self, "categories_")
         X = validate_data(self, X, dtype=None, ensure_all_finite=False, reset=False)
