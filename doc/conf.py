@@ -134,12 +134,11 @@ def write_api_reference(path: Path) -> None:
         entries = []
         for name in names:
             obj = getattr(module, name)
-            if not (inspect.isclass(obj) or inspect.isfunction(obj)):
-                continue  # constants are described in their module's page
-            if id(obj) in seen:
-                continue
-            seen.add(id(obj))
-            entries.append(name)
+            if inspect.isclass(obj) or inspect.isfunction(obj):
+                if id(obj) in seen:
+                    continue
+                seen.add(id(obj))
+            entries.append(name)  # constants too (their ``#:`` comment is the docstring)
         if not entries:
             continue
         lines += [title, "-" * len(title), "", f".. py:module:: {module_name}", ""]
