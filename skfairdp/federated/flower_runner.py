@@ -169,7 +169,7 @@ class LoopbackFederation:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
 
-    def node_id(self, j: int, timeout: float = 60.0) -> int:
+    def node_id(self, j: int, timeout: float = 120.0) -> int:
         """Flower's node id of SuperNode ``j`` (from its log, once it has connected)."""
         deadline = time.monotonic() + timeout
         path = self.workdir / f"supernode{j}.log"
