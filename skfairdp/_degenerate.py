@@ -40,7 +40,7 @@ def warn_if_degenerate(estimator, X, y) -> None:
     if not single and accuracy >= majority:
         return
     what = (
-        f"predicts the single class {predicted[0].item()!r} for every training row"
+        f"predicts the single class {predicted[:1].tolist()[0]!r} for every training row"
         if single
         # no numbers: the warning may end up in logs, and exact training accuracy is an
         # unnoised statistic of the private data (the warning itself is one bit)

@@ -172,6 +172,11 @@ def _expected_failed_checks(estimator):
 # RaCO-DP's solution="mixture" is a randomised classifier, as CGOOReduction's.
 RACO_MIXTURE_EXPECTED_FAILED_CHECKS = {
     "check_classifiers_train": CGOO_EXPECTED_FAILED_CHECKS["check_classifiers_train"],
+    "check_classifiers_classes": (
+        "predict draws each row's class from the mixture (seeded), so on rows where the "
+        "iterates disagree it differs from the sign of decision_function (the mixture's "
+        "expected margin), which the check asks them to match"
+    ),
 }
 
 
@@ -188,7 +193,13 @@ CHECKED = [
     # DP-FERMI
     DPFermiClassifier(fairness_weight=0, epsilon=np.inf, max_epochs=10, random_state=0),
     DPFermiClassifier(fairness_weight=0, epsilon=8, **PRIVATE),
-    FirstColumnGroups(fairness_weight=1.0, epsilon=np.inf, max_epochs=10, random_state=0),
+    # lr_dual=0.025: W ascends (the paper's update). With lr_dual="auto" W is the best
+    # response, and parity with respect to the first column (which separates the blobs)
+    # costs more than check_classifiers_train's 0.83 accuracy on 3 classes (0.77); the
+    # private instance below runs the "auto" best response through every other check.
+    FirstColumnGroups(
+        fairness_weight=1.0, epsilon=np.inf, max_epochs=10, lr_dual=0.025, random_state=0
+    ),
     FirstColumnGroups(fairness_weight=1.0, epsilon=8, group_priors=[0.5, 0.5], **PRIVATE),
     # RaCO-DP
     RaCODPClassifier(
