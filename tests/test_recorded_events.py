@@ -442,7 +442,9 @@ def test_mutant_dual_release_without_noise_is_not_recorded(data, monkeypatch, pl
         return real(total, sensitivity, noise_multiplier, random, recorder)
 
     monkeypatch.setattr(step, "gaussian_sum", primal_only)
-    est = _fit(DPFermiClassifier(group_priors=[0.5, 0.5], **FERMI), X, y, s)
+    # lr_dual=0.025: W's ascent, whose dual release is told apart by its clip (with the
+    # best-response W of lr_dual="auto" both releases have sensitivity 1)
+    est = _fit(DPFermiClassifier(group_priors=[0.5, 0.5], lr_dual=0.025, **FERMI), X, y, s)
     planned, _ = _planned(plans)
     assert est.dp_event_ == SC(PS(64 / 400, G(est.noise_multiplier_)), est.n_steps_)
     assert est.dp_event_ != _normalised(planned)
