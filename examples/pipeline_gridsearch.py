@@ -19,7 +19,7 @@ Privacy: every fit in a grid search is a separate release from the same people.
 the refit, the preprocessing steps of each) with dp-accounting. The search
 itself selects on exact validation scores, which no accounting covers: for a
 search inside one budget, see :class:`skfairdp.model_selection.PrivateSearchCV`
-(examples/private_search.py).
+(examples/plot_private_pipeline_search.py).
 
 Run:  python examples/pipeline_gridsearch.py   (about a minute on 2 CPU cores)
 """
