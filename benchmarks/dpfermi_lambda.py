@@ -55,8 +55,8 @@ DELTA = 1e-5
 DATASETS = ("adult", "credit-card", "adult-2k", "german", "bank-marketing", "communities-crime")
 EPSILONS = (1.0, math.inf)
 LAMBDAS = (0, 1, 2, 4, 8, 16, 32, 64)
-# equalized odds: also lambda = 6 and 7, between the points that bracket EO = 0.035 on Adult
-EO_LAMBDAS = (0, 1, 2, 4, 6, 7, 8, 16, 32, 64)
+# equalized odds: also lambda = 6, 6.5 and 7, between the points that bracket EO = 0.035 on Adult
+EO_LAMBDAS = (0, 1, 2, 4, 6, 6.5, 7, 8, 16, 32, 64)
 BOUNDS = (0.005, 0.01, 0.02, 0.05)
 DOCUMENTED_MAX_LAMBDA = 64
 FIELDS = [
