@@ -3,17 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from sklearn.utils import Bunch
 
-from ._base import (
-    _as_sorted_category,
-    _as_str_series,
-    _check_sensitive_feature,
-    _make_bunch,
-    _read_bundled_csv,
-    _standardize_and_encode,
-)
+from ._base import _as_str_series, _assemble, _check_sensitive_feature, _read_bundled_csv
 
 __all__ = ["load_bank_marketing"]
 
@@ -231,23 +223,14 @@ def load_bank_marketing(
         groups = raw["marital"].where(raw["marital"] == "married", "not married")
     sensitive = _as_str_series(groups, group)
 
-    numeric = [c for c in BANK_NUMERIC if c != group]
-    categorical = [c for c in BANK_CATEGORICAL if c != group]
-    feature_order = [c for c in raw.columns if c in numeric or c in categorical]
-    if preprocess:
-        data = _standardize_and_encode(raw, numeric, categorical)
-    else:
-        data = raw[feature_order].copy()
-        for column in categorical:
-            data[column] = _as_sorted_category(data[column])
-
-    frame = pd.concat([data, sensitive, target], axis=1) if as_frame else None
-    return _make_bunch(
-        data=data,
+    return _assemble(
+        raw,
+        numeric=[c for c in BANK_NUMERIC if c != group],
+        categorical=[c for c in BANK_CATEGORICAL if c != group],
         target=target,
         sensitive=sensitive,
-        frame=frame,
+        preprocess=preprocess,
+        as_frame=as_frame,
         target_names=BANK_TARGET_NAMES,
         descr=_BANK_DESCR,
-        as_frame=as_frame,
     )

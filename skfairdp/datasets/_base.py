@@ -8,7 +8,7 @@ installed package and never write anything to disk.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from importlib import resources
 
 import numpy as np
@@ -272,17 +272,65 @@ def _standardize_and_encode(
     return design
 
 
-def _make_bunch(
+def _assemble(
+    table: pd.DataFrame,
     *,
-    data: pd.DataFrame,
+    numeric: list[str],
+    categorical: list[str],
     target: pd.Series,
     sensitive: pd.Series,
-    frame: pd.DataFrame | None,
+    preprocess: bool,
+    as_frame: bool,
     target_names: np.ndarray,
     descr: str,
-    as_frame: bool,
+    frame_before: Sequence[pd.DataFrame | pd.Series] = (),
+    frame_after: Sequence[pd.DataFrame | pd.Series] = (),
 ) -> Bunch:
-    """Assemble the returned :class:`~sklearn.utils.Bunch`."""
+    """Build a loader's features, ``frame`` and returned :class:`~sklearn.utils.Bunch`.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The loaded table, rows aligned with ``target`` and ``sensitive``; it
+        holds the feature columns and may hold others.
+    numeric : list of str
+        Numeric feature columns of ``table``.
+    categorical : list of str
+        Categorical feature columns of ``table``.
+    target : pandas.Series
+        The labels.
+    sensitive : pandas.Series
+        The groups, named after the sensitive attribute.
+    preprocess : bool
+        If True, ``data`` is the ``float32`` design matrix of
+        :func:`_standardize_and_encode` (``numeric`` then the indicators of
+        ``categorical``).  If False, it is the feature columns in ``table``'s
+        order, ``categorical`` ones as ``category`` with sorted levels.
+    as_frame : bool
+        If True, return pandas objects and fill in ``frame``; if False, NumPy
+        arrays (``data`` as ``float32`` when every column is) and no frame.
+    target_names : numpy.ndarray
+        Class names indexed by ``target``; copied.
+    descr : str
+        The dataset's description.
+    frame_before, frame_after : sequence of pandas objects, default=()
+        Columns placed before ``data`` and after the sensitive and target
+        columns in ``frame`` (identifiers, the continuous goal, ...).
+
+    Returns
+    -------
+    sklearn.utils.Bunch
+        ``data``, ``target``, ``sensitive_features``, ``frame``,
+        ``feature_names``, ``target_names``, ``sensitive_feature_name`` and
+        ``DESCR``.
+    """
+    if preprocess:
+        data = _standardize_and_encode(table, numeric, categorical)
+    else:
+        data = table[[c for c in table.columns if c in numeric or c in categorical]].copy()
+        for column in categorical:
+            data[column] = _as_sorted_category(data[column])
+
     feature_names = list(data.columns)
     if not as_frame:
         dtype = np.float32 if all(data.dtypes == np.float32) else None
@@ -296,6 +344,7 @@ def _make_bunch(
             sensitive_feature_name=sensitive.name,
             DESCR=descr,
         )
+    frame = pd.concat([*frame_before, data, sensitive, target, *frame_after], axis=1)
     return Bunch(
         data=data,
         target=target,
@@ -426,35 +475,28 @@ def load_adult(
     # In file order, so that the default grouping gives ADULT_CATEGORICAL's order.
     categorical = [c for c in raw.columns if c in (*ADULT_CATEGORICAL, ADULT_SENSITIVE)]
     categorical.remove(group)
-    feature_order = [c for c in raw.columns if c in ADULT_NUMERIC or c in categorical]
 
     target_labels = raw[ADULT_TARGET].map({"<=50K": 0, ">50K": 1})
     if target_labels.isna().any():  # pragma: no cover - guards the data file
         raise RuntimeError("unexpected income labels in adult.csv.gz")
     raw[ADULT_TARGET] = target_labels.astype("int64")
-
     if preprocess:
         raw = raw.dropna(axis=0, how="any").reset_index(drop=True)
-        data = _standardize_and_encode(raw, ADULT_NUMERIC, categorical)
-    else:
-        data = raw[feature_order].copy()
-        for column in categorical:
-            data[column] = _as_sorted_category(data[column])
 
     target = raw[ADULT_TARGET].rename(ADULT_TARGET)
     groups = raw[group]
     if group == "race":
         groups = groups.where(groups == "White", "non-White")
-    sensitive = _as_str_series(groups, group)
-    frame = pd.concat([data, sensitive, target], axis=1) if as_frame else None
-    return _make_bunch(
-        data=data,
+    return _assemble(
+        raw,
+        numeric=ADULT_NUMERIC,
+        categorical=categorical,
         target=target,
-        sensitive=sensitive,
-        frame=frame,
+        sensitive=_as_str_series(groups, group),
+        preprocess=preprocess,
+        as_frame=as_frame,
         target_names=ADULT_TARGET_NAMES,
         descr=_ADULT_DESCR,
-        as_frame=as_frame,
     )
 
 
@@ -593,30 +635,20 @@ def load_credit_card(
 
     # SEX is a feature unless it is the group; file order keeps the default layout.
     features = raw.assign(**{CREDIT_SENSITIVE: sex.astype(object)})
-    numeric = [c for c in CREDIT_NUMERIC if c != group]
-    categorical = [
-        c for c in raw.columns if c in (*CREDIT_CATEGORICAL, CREDIT_SENSITIVE) and c != group
-    ]
-    feature_order = [c for c in raw.columns if c in numeric or c in categorical]
-    features = features[feature_order].copy()
-
     if preprocess:
         for column, mapping in CREDIT_UNDOCUMENTED_CODES.items():
-            if column in features:
-                features[column] = features[column].replace(mapping)
-        data = _standardize_and_encode(features, numeric, categorical)
-    else:
-        data = features
-        for column in categorical:
-            data[column] = _as_sorted_category(data[column])
-
-    frame = pd.concat([raw[[CREDIT_ID]], data, sensitive, target], axis=1) if as_frame else None
-    return _make_bunch(
-        data=data,
+            features[column] = features[column].replace(mapping)
+    return _assemble(
+        features,
+        numeric=[c for c in CREDIT_NUMERIC if c != group],
+        categorical=[
+            c for c in raw.columns if c in (*CREDIT_CATEGORICAL, CREDIT_SENSITIVE) and c != group
+        ],
         target=target,
         sensitive=sensitive,
-        frame=frame,
+        preprocess=preprocess,
+        as_frame=as_frame,
         target_names=CREDIT_TARGET_NAMES,
         descr=_CREDIT_DESCR,
-        as_frame=as_frame,
+        frame_before=[raw[[CREDIT_ID]]],
     )

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from sklearn.utils import Bunch
 
-from ._base import _as_str_series, _make_bunch, _read_bundled_csv, _standardize_and_encode
+from ._base import _as_str_series, _assemble, _read_bundled_csv
 
 __all__ = ["load_communities_crime"]
 
@@ -174,22 +173,16 @@ def load_communities_crime(*, preprocess: bool = False, as_frame: bool = True) -
     sensitive = _as_str_series(groups, CRIME_GROUP_SOURCE)
     target = (raw[CRIME_GOAL] > CRIME_TARGET_THRESHOLD).astype("int64").rename(CRIME_TARGET)
 
-    if preprocess:
-        data = _standardize_and_encode(raw, features, [])
-    else:
-        data = raw[features].astype(np.float64)
-
-    frame = (
-        pd.concat([raw[CRIME_ID], data, sensitive, target, raw[CRIME_GOAL]], axis=1)
-        if as_frame
-        else None
-    )
-    return _make_bunch(
-        data=data,
+    return _assemble(
+        raw.astype(dict.fromkeys(features, np.float64)),
+        numeric=features,
+        categorical=[],
         target=target,
         sensitive=sensitive,
-        frame=frame,
+        preprocess=preprocess,
+        as_frame=as_frame,
         target_names=CRIME_TARGET_NAMES,
         descr=_CRIME_DESCR,
-        as_frame=as_frame,
+        frame_before=[raw[CRIME_ID]],
+        frame_after=[raw[CRIME_GOAL]],
     )

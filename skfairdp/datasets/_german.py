@@ -3,17 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from sklearn.utils import Bunch
 
-from ._base import (
-    _as_sorted_category,
-    _as_str_series,
-    _check_sensitive_feature,
-    _make_bunch,
-    _read_bundled_csv,
-    _standardize_and_encode,
-)
+from ._base import _as_str_series, _assemble, _check_sensitive_feature, _read_bundled_csv
 
 __all__ = ["load_german_credit"]
 
@@ -249,23 +241,14 @@ def load_german_credit(
         dropped = "personal_status_sex"
     sensitive = _as_str_series(groups, group)
 
-    numeric = [c for c in GERMAN_NUMERIC if c != dropped]
-    categorical = [c for c in GERMAN_CATEGORICAL if c != dropped]
-    feature_order = [c for c in raw.columns if c in numeric or c in categorical]
-    if preprocess:
-        data = _standardize_and_encode(raw, numeric, categorical)
-    else:
-        data = raw[feature_order].copy()
-        for column in categorical:
-            data[column] = _as_sorted_category(data[column])
-
-    frame = pd.concat([data, sensitive, target], axis=1) if as_frame else None
-    return _make_bunch(
-        data=data,
+    return _assemble(
+        raw,
+        numeric=[c for c in GERMAN_NUMERIC if c != dropped],
+        categorical=[c for c in GERMAN_CATEGORICAL if c != dropped],
         target=target,
         sensitive=sensitive,
-        frame=frame,
+        preprocess=preprocess,
+        as_frame=as_frame,
         target_names=GERMAN_TARGET_NAMES,
         descr=_GERMAN_DESCR,
-        as_frame=as_frame,
     )
