@@ -6,8 +6,9 @@ The estimators are imported on first use (PEP 562), so ``import skfairdp`` and t
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 
 __version__ = "0.1.0.dev0"
 
@@ -48,20 +49,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .reductions import CGOOReduction
 
 
-def __getattr__(name: str) -> Any:
-    """Import an exported estimator, or a submodule, the first time it is used."""
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    if not name.startswith("__"):
-        try:
-            return importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

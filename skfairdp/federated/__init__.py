@@ -12,8 +12,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
 
 # public name -> submodule (imported on first use, PEP 562: a ClientApp process,
 # started by Flower for every message, imports only the silo's modules)
@@ -50,20 +51,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .silo import BROADCAST_KEYS, REPLY_KEYS, Silo, SiloBudgetExceeded, SiloConfig
 
 
-def __getattr__(name: str) -> Any:
-    """Import an exported name, or a submodule, the first time it is used."""
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    if not name.startswith("__"):
-        try:
-            return importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
