@@ -217,7 +217,7 @@ def _add_benchmark(commands) -> None:
         nargs="+",
         default=None,
         metavar="SEED",
-        help="seeds of the splits and fits (default: 0 1 2 3 4; with --quick: 0)",
+        help="seeds of the splits and fits (default: 0 1 2; with --quick: 0)",
     )
     bench.add_argument(
         "--output",
