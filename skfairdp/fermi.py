@@ -18,7 +18,38 @@ import torch
 from dp_accounting import NoOpDpEvent
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from . import ermi
+from ._fermi_core import (  # noqa: F401 (also the names that lived here, re-exported)
+    AUTO_LR_DUAL_FRACTION,
+    AVERAGE_TAIL,
+    BATCH_FRACTION_INV,
+    CLIP_PER_N_EPSILON,
+    CLIP_RANGE,
+    DENSE_W_LIMIT,
+    DUAL_BOUND_MARGIN,
+    DUAL_NOISE_RATIO,
+    DUAL_NOISE_SHARE,
+    DUAL_NOISE_TOLERANCE,
+    DUAL_RATE_TOLERANCE,
+    FAIRNESS_NOTIONS,
+    FAIRNESS_WEIGHT_SCALE,
+    GROUP_PRIOR_BUDGET_SHARE,
+    MAX_BATCH,
+    MAX_DUAL_RATE,
+    MIN_BATCH,
+    MIN_DUAL_MEMORY_FRACTION,
+    MIN_EPOCHS,
+    MIN_STEPS,
+    ErmiProblem,
+    TailAverage,
+    auto_batch_size,
+    auto_dual_rate,
+    auto_dual_step,
+    auto_max_epochs,
+    auto_max_grad_norm,
+    objective_scales,
+    shrunk_best_response,
+    w_clip_norm,
+)
 from .base import (
     POSITIVE,
     Deprecated,
@@ -32,385 +63,6 @@ from .privacy import gaussian_release_event, joint_noise_multiplier, noisy_histo
 from .privacy.accountant import PLD_DISCRETIZATION, resolve_accountant
 from .privacy.analytic import gaussian_noise_multiplier
 from .privacy.closed_form import theorem_3_3_preconditions, theorem_3_3_sigmas
-
-FAIRNESS_NOTIONS = ("demographic_parity", "equalized_odds", "equal_opportunity")
-# Share of epsilon given to the one-off noisy group histogram when p_S is not public.
-GROUP_PRIOR_BUDGET_SHARE = 0.05
-# W's noise multiplier relative to theta's on the same batch: W is small (k x l)
-# and averages noise over many steps, so it tolerates more.
-DUAL_NOISE_RATIO = 2.0
-# dual_bound="auto" is this margin times the largest norm of W's maximiser.
-DUAL_BOUND_MARGIN = 1.1
-# Largest W (entries) whose per-sample gradients are materialised as dense rows.
-DENSE_W_LIMIT = 4096
-# lr_dual="auto" is at most this fraction of the paper's 1 / beta_w = 1 / (2 lambda): stable
-# for every lambda, and W averages its noisy per-batch gradients over ~10 steps.
-AUTO_LR_DUAL_FRACTION = 0.1
-# ... and, with privacy, small enough that W's noise moves a psi coefficient by at most
-# DUAL_NOISE_TOLERANCE (std) in a W column whose predicted class has share DUAL_NOISE_SHARE.
-DUAL_NOISE_TOLERANCE, DUAL_NOISE_SHARE = 1.0, 0.1
-# lr_dual="auto": W is the best response to a running mean of the released batch histograms
-# of (group, prediction), with rate beta = 2 (TOL p_min / sigma)^2 (the noise on a group's
-# released rate is then ~TOL), between MIN_DUAL_MEMORY_FRACTION of the run's steps
-# (at most a quarter of the run, so W follows the model) and MAX_DUAL_RATE (at least 20 steps).
-DUAL_RATE_TOLERANCE = 0.01
-MAX_DUAL_RATE, MIN_DUAL_MEMORY_FRACTION = 0.05, 4.0
-# lambda_0 of the theta step: unless the record unit's clip bounds each row, theta
-# descends (loss + lambda psi) / (1 + lambda / lambda_0) (see ErmiProblem).
-FAIRNESS_WEIGHT_SCALE = 8.0
-# iterate="average": the mean of the parameters over this last fraction of the steps.
-AVERAGE_TAIL = 0.5
-# batch_size="auto" and max_epochs="auto" (see auto_batch_size, auto_max_epochs)
-BATCH_FRACTION_INV = 128
-MIN_BATCH, MAX_BATCH = 32, 256
-MIN_EPOCHS, MIN_STEPS = 40, 1000
-# max_grad_norm="auto" under "record": n * epsilon / 10,000, between 1 and 3
-CLIP_RANGE, CLIP_PER_N_EPSILON = (1.0, 3.0), 1e-4
-
-
-def auto_batch_size(n_samples: int) -> int:
-    """``batch_size="auto"``: ``n / 128`` rounded, between 32 and 256."""
-    return int(min(MAX_BATCH, max(MIN_BATCH, round(n_samples / BATCH_FRACTION_INV))))
-
-
-def auto_max_epochs(n_samples: int, batch_size: int) -> int:
-    """``max_epochs="auto"``: 40 passes, or more to take at least 1,000 steps."""
-    steps_per_epoch = max(1, math.ceil(n_samples / batch_size))
-    return int(max(MIN_EPOCHS, math.ceil(MIN_STEPS / steps_per_epoch)))
-
-
-def auto_max_grad_norm(n_samples: int, epsilon: float, privacy_unit: str) -> float:
-    """``max_grad_norm="auto"``: ``n * epsilon / 10,000`` in ``[1, 3]`` ("record"), else 1.
-
-    The noise on the mean gradient relative to the clip falls like ``1 / (n epsilon)``:
-    with much data a larger clip keeps more of each row's gradient (Adult, epsilon=1:
-    3 beat 1) while on little data it only adds noise (German credit, 750 rows: 1
-    beat 3). Under ``"sensitive"`` the clip bounds the penalty's force only; 1.
-    """
-    if privacy_unit == "sensitive" or math.isinf(epsilon):
-        return CLIP_RANGE[0]
-    return float(min(CLIP_RANGE[1], max(CLIP_RANGE[0], n_samples * epsilon * CLIP_PER_N_EPSILON)))
-
-
-def auto_dual_step(batch_size: float, dual_noise_multiplier: float, max_pinv: float) -> float:
-    """``lr_dual * lambda`` of ``lr_dual="auto"``: ``min(0.05, 0.1 (m / (2 P^2 z_W))^2)``.
-
-    W's ascent is an average of noisy per-batch gradients with memory
-    ``1 / (2 a p)`` steps (``a = lr_dual * lambda``, ``p`` the share of a predicted
-    class). Its noise per entry is ``(z_W P / m) sqrt(a / p)`` (``P = max_r
-    p_S(r)^(-1/2)``), which moves a psi coefficient ``2 W[s, j] P`` by
-    ``2 P^2 (z_W / m) sqrt(a / p)``; ``a`` is the largest step that keeps this at most
-    1 for ``p = 0.1``, capped at 0.05. With much data (Adult: ``m = 256``,
-    ``z_W ~ 5``, ``P = 1.8``) the cap holds; with a rare group or few rows the step
-    shrinks, so W's noise cannot push theta harder than its signal (Bank Marketing,
-    5% of rows in one group, epsilon=1: the violation rose from 0.07 to 0.17 with
-    lambda at a = 0.05, it falls to 0.05 at a = 0.003).
-    """
-    if not math.isfinite(dual_noise_multiplier) or dual_noise_multiplier <= 0:
-        return AUTO_LR_DUAL_FRACTION / 2.0
-    quiet = DUAL_NOISE_TOLERANCE * batch_size / (2.0 * max_pinv**2 * dual_noise_multiplier)
-    return float(min(AUTO_LR_DUAL_FRACTION / 2.0, DUAL_NOISE_SHARE * quiet**2))
-
-
-def auto_dual_rate(n_steps: int, noise_std: float, min_prior: float) -> float:
-    """``beta`` of ``lr_dual="auto"``: the rate of W's running mean of released histograms.
-
-    A released batch histogram (divided by the expected batch size ``m``) carries
-    noise of std ``sigma = z_W / m`` per cell; its running mean with rate ``beta``
-    has ``sigma sqrt(beta / 2)``, and a rate ``P(Yhat=j | S=r)`` of a group of share
-    ``p_min`` read off it ``sigma sqrt(beta / 2) / p_min``. The rule takes the rate
-    that keeps that at :data:`DUAL_RATE_TOLERANCE`, but averages over at most a
-    quarter of the run (``beta >= 4 / T``) and over at least 20 steps
-    (``beta <= 0.05``, also the rate without noise). On Adult (epsilon=1) the
-    tolerance is met within about 100 steps; on German credit (750 rows) it cannot
-    be, and the shrinkage of :class:`ErmiProblem` takes over.
-    """
-    ceiling = MAX_DUAL_RATE
-    floor = min(ceiling, MIN_DUAL_MEMORY_FRACTION / max(1, int(n_steps)))
-    if not math.isfinite(noise_std) or noise_std <= 0:
-        return ceiling
-    quiet = 2.0 * (DUAL_RATE_TOLERANCE * float(min_prior) / float(noise_std)) ** 2
-    return float(min(ceiling, max(floor, quiet)))
-
-
-def shrunk_best_response(
-    H: torch.Tensor, variance: torch.Tensor, pinv: torch.Tensor
-) -> torch.Tensor:
-    """W from a (noisy) joint histogram, each column shrunk towards independence.
-
-    ``H[b, r, j]`` estimates ``P(block=b, S=r, Yhat=j)`` (up to a factor) with
-    independent noise of variance ``variance`` per cell. The maximiser of the psi
-    terms is ``W*[b, r, j] = P(S=r | Yhat=j, b) / sqrt(p_S(r | b))``. Each column's
-    conditional rates ``P_hat(. | j)`` are moved towards the block's pooled group
-    shares ``q`` (where every column equal means no force on theta) by the
-    positive-part James-Stein gain
-
-        g_j = max(0, 1 - E[noise part of D_j] / D_j),   D_j = sum_r (P_hat(r|j) - q_r)^2 / p_r,
-
-    with the noise part from the delta method (``variance / T_j^2`` times
-    ``(1 - P_r)^2 + (k - 1) P_r^2`` for the column total ``T_j``). A dependence
-    that the released statistics cannot tell from their noise moves theta by
-    (about) nothing; a clear one is kept whole. Post-processing of released values.
-    """
-    n_blocks, k, l = H.shape
-    Hp = H.clamp(min=0.0)
-    totals = Hp.sum(dim=1, keepdim=True)  # (b, 1, l)
-    safe = torch.where(totals > 0, totals, torch.ones_like(totals))
-    rates = torch.where(totals > 0, Hp / safe, torch.zeros_like(Hp))  # P_hat(r | j)
-    pooled = Hp.sum(dim=2, keepdim=True)
-    pooled_total = pooled.sum(dim=1, keepdim=True)
-    priors = pinv.pow(-2).unsqueeze(2)  # (b, k, 1)
-    q = torch.where(pooled_total > 0, pooled / pooled_total.clamp(min=1e-12), priors)
-    # a column with no mass says nothing: it stays at the pooled shares
-    rates = torch.where(totals > 0, rates, q.expand_as(rates))
-    deviation = ((rates - q) ** 2 / priors).sum(dim=1, keepdim=True)
-    noise = (variance / safe**2) * ((1.0 - rates) ** 2 + (k - 1) * rates**2)
-    noise = (noise / priors).sum(dim=1, keepdim=True)
-    gain = torch.where(
-        deviation > 0, (1.0 - noise / deviation.clamp(min=1e-30)).clamp(min=0.0), 0.0
-    )
-    gain = torch.where(totals > 0, gain, torch.zeros_like(gain))
-    shrunk = q + gain * (rates - q)
-    return shrunk * pinv.unsqueeze(2)
-
-
-def objective_scales(
-    fairness_weight: float, private: bool, privacy_unit: str
-) -> tuple[float, float]:
-    """Factors of the loss and of ``lambda psi`` in theta's objective.
-
-    The theta-gradient of ``loss + lambda psi`` grows with ``lambda`` (the penalty's
-    curvature is ``lambda`` times ERMI's), so with a fixed step a large ``lambda``
-    diverges, and a clipped penalty stops gaining on an unclipped loss. Each part
-    that no clip bounds is divided by ``1 + lambda / lambda_0`` (``lambda_0 =``
-    :data:`FAIRNESS_WEIGHT_SCALE`); a clipped part is bounded by its clip already:
-
-    - ``epsilon=inf``: nothing is clipped; both parts are divided (the step shrinks,
-      no stationary point moves);
-    - private, ``privacy_unit="sensitive"``: ``lambda psi`` is clipped, the exact loss
-      is divided (its share falls as ``lambda`` grows);
-    - private, ``privacy_unit="record"``: each whole row is clipped; nothing is
-      divided (the clip already scales the loss's share down as ``lambda`` grows).
-    """
-    factor = 1.0 / (1.0 + float(fairness_weight) / FAIRNESS_WEIGHT_SCALE)
-    if not private:
-        return factor, factor
-    return (factor, 1.0) if privacy_unit == "sensitive" else (1.0, 1.0)
-
-
-class TailAverage:
-    """Running mean of a module's trainable parameters over the last steps of a run.
-
-    ``step()`` after every optimizer step; the steps after ``start`` are summed.
-    Post-processing of the iterates (which are released), so it costs no privacy.
-    """
-
-    def __init__(self, module: torch.nn.Module, total_steps: int, tail: float = AVERAGE_TAIL):
-        self.params = [p for p in module.parameters() if p.requires_grad]
-        self.start = min(int(total_steps) - 1, int(math.floor(total_steps * (1.0 - tail))))
-        self.t = 0
-        self.n = 0
-        self.sums = [torch.zeros_like(p, dtype=torch.float64) for p in self.params]
-
-    def step(self) -> None:
-        self.t += 1
-        if self.t <= self.start:
-            return
-        self.n += 1
-        with torch.no_grad():
-            for total, p in zip(self.sums, self.params):
-                total.add_(p.detach())
-
-    def load(self) -> None:
-        """Replace the module's parameters by their mean (no-op if no step was summed)."""
-        if self.n == 0:
-            return
-        with torch.no_grad():
-            for total, p in zip(self.sums, self.params):
-                p.copy_((total / self.n).to(p.dtype))
-
-
-def w_clip_norm(fairness_weight: float, pinv: torch.Tensor) -> float:
-    """Clipping norm of one row's W-gradient: ``lambda * 2 * max pinv``.
-
-    Row i's W-gradient is ``2 w_i (pinv_i e_{s_i} 1^T - W[b_i]) diag(F_i)``. Its
-    s-dependent part has norm ``<= 2 pinv_i ||F_i|| <= 2 max pinv``: the exact bound
-    under ``privacy_unit="sensitive"``. Under ``"record"`` the worst case over the
-    ball adds ``2 * dual_bound``, but at ``W = 0`` and at the independence optimum
-    (``W*[r, j] = sqrt(p_r)``, column norm ``sqrt(pinv^2 - 1)``) the whole row is
-    within ``2 max pinv`` too, so we clip there: clipping sets the sensitivity
-    either way, and the loose bound more than doubled W's noise.
-    """
-    return float(fairness_weight) * 2.0 * float(pinv.max())
-
-
-class ErmiProblem:
-    """The DP-FERMI min-max problem as the engine sees it (one object per fit)."""
-
-    def __init__(
-        self,
-        *,
-        W: torch.Tensor,
-        pinv: torch.Tensor,
-        fairness_weight: float,
-        dual_bound: float,
-        lr_dual: float,
-        privacy_unit: str,
-        all_active: bool = True,
-        dual_rates: str = "soft",
-        scales: tuple[float, float] = (1.0, 1.0),
-        average: TailAverage | None = None,
-        dual_rate: float | None = None,
-        dual_noise_std: float = 0.0,
-    ):
-        self.state = {"W": W}
-        # dual_rate None: projected gradient ascent with step lr_dual (the paper's W update);
-        # a float: W is the shrunk best response to a running mean, of that rate, of the
-        # released batch histograms of (block, group, prediction) (lr_dual="auto").
-        self.best_response = dual_rate is not None
-        self.dual_rate = float(dual_rate) if self.best_response else None
-        self.dual_noise_std = float(dual_noise_std)
-        if self.best_response:
-            zeros = torch.zeros_like(W)
-            self.state = {"W": W, "H": zeros, "V": zeros.new_zeros(()), "t": zeros.new_zeros(())}
-        self.hard_dual = dual_rates == "hard"
-        self.loss_scale, self.penalty_scale = map(float, scales)
-        self.average = average
-        self.pinv = pinv
-        self.lam = float(fairness_weight)
-        self.dual_bound = float(dual_bound)
-        self.lr_dual = float(lr_dual)
-        self.sensitive_unit = privacy_unit == "sensitive"
-        # whether every sample has a psi term (not so for equal opportunity, or lambda = 0)
-        self.all_active = bool(all_active) and self.lam > 0
-        self._probabilities = (None, None)
-        # record: the whole objective is private; sensitive: only the s-dependent part.
-        # (with lambda = 0 the s-dependent part is identically zero: nothing to noise)
-        self.private_primal = (False, self.lam > 0) if self.sensitive_unit else (True,)
-        # best response: each row adds (at most) a unit vector to the histogram
-        self.dual_clip = 1.0 if self.best_response else w_clip_norm(self.lam, pinv)
-
-    @property
-    def W(self) -> torch.Tensor:
-        """The current ascent variable (``state["W"]``)."""
-        return self.state["W"]
-
-    def prepare_batch(self, codes, weights):
-        y, s, block = codes.unbind(dim=1)
-        weight, dual_weight = weights.unbind(dim=1)
-        own, shared = ermi.psi_coefficients(self.W, self.pinv, s, block)
-        return y, s, block, weight, dual_weight, own, shared
-
-    def primal_objectives(self, outputs, y, s, block, weight, dual_weight, own, shared):
-        """Per-sample ``loss_scale * loss_i`` and ``penalty_scale * weight_i * psi_i``.
-
-        (Summed into one objective under ``"record"``; see :func:`objective_scales`.)
-
-        Under ``"sensitive"`` the whole psi term is the private objective (clipped as
-        one): its ``s``-dependent part and the part that is not cancel at independence,
-        and clipping only the first made a large ``lambda`` push every row one way.
-        """
-        log_p = torch.log_softmax(outputs, dim=1)
-        F = log_p.exp()
-        loss = -log_p.gather(1, y.unsqueeze(1)).squeeze(1)
-        psi = (F * (own + shared)).sum(dim=1) - 1.0
-        public = self.loss_scale * loss
-        private = self.penalty_scale * weight * psi
-        objectives = (public, private) if self.sensitive_unit else (public + private,)
-        return objectives, {"loss": loss, "psi": psi * (weight != 0)}
-
-    def primal_output_gradients(self, outputs, y, s, block, weight, dual_weight, own, shared):
-        """:meth:`primal_objectives` differentiated by hand in the logits.
-
-        With ``F = softmax(z)``: ``d loss / dz = F - e_y`` and, for ``<c, F>``,
-        ``d/dz = F * (c - <c, F>)``; the engine then needs no autograd pass.
-        """
-        log_p = torch.log_softmax(outputs, dim=1)
-        F = log_p.exp()
-        self._probabilities = (outputs, F)  # the dual step on the same outputs reuses F
-        loss = -log_p.gather(1, y.unsqueeze(1)).squeeze(1)
-        d_loss = F.scatter_add(1, y.unsqueeze(1), F.new_full((len(y), 1), -1.0))
-        w = (self.penalty_scale * weight).unsqueeze(1)
-        c = own + shared
-        psi_plus_one = (F * c).sum(dim=1)
-        d_public = d_loss if self.loss_scale == 1.0 else self.loss_scale * d_loss
-        d_private = w * F * (c - psi_plus_one.unsqueeze(1))
-        grads = (d_public, d_private) if self.sensitive_unit else (d_public + d_private,)
-        psi = psi_plus_one - 1.0
-        if not self.all_active:
-            psi = psi * (weight != 0)
-        return grads, {"loss": loss, "psi": psi}
-
-    def dual_contributions(
-        self, outputs, y, s, block, weight, dual_weight, own, shared, weights=None
-    ):
-        if self.lam == 0.0:
-            # no W step; the (zero) update still calls dual_step, which averages iterates
-            return (self.W.new_zeros(self.W.numel()), None) if self.average else None
-        if outputs is None:
-            return None, self.W.new_zeros((0, self.W.numel()))
-        cached_outputs, F = self._probabilities
-        if cached_outputs is not outputs:
-            F = torch.softmax(outputs, dim=1)
-        if self.hard_dual:
-            # W ascends on the rates of the predictions users get: one-hot rows, whose
-            # norm (1) is within the bound of any probability row's (<= 1).
-            F = torch.zeros_like(F).scatter_(1, F.argmax(dim=1, keepdim=True), 1.0)
-        if self.best_response:
-            return None, self._histogram_rows(F, s, block, dual_weight)
-        # a small W is cheapest as dense per-sample rows; a large one stays factored
-        dense = self.W.numel() <= DENSE_W_LIMIT
-        # W ascends on lambda * psi: the label weights of the primal side rescale each
-        # block's objective, which moves no block's maximiser (see DPFermiClassifier).
-        args = (F, self.W, self.pinv, s, block, dual_weight)
-        if self.sensitive_unit:
-            rows = torch.ones_like(weight) if weights is None else weights.to(weight.dtype)
-            public = ermi.WGradients(*args, include="shared").weighted_sum(rows)
-            own = ermi.w_gradient_rows(*args, include="own") if dense else None
-            return public, own if dense else ermi.WGradients(*args, include="own")
-        return None, ermi.w_gradient_rows(*args) if dense else ermi.WGradients(*args)
-
-    def _histogram_rows(self, F, s, block, dual_weight):
-        """Row i: ``F_i`` (one-hot when hard) in cell ``(block_i, s_i, .)`` of a zero
-        ``(n_blocks, k, l)`` histogram, flattened; zero for inactive rows.
-
-        Norm ``||F_i|| <= 1``: adding or removing a row moves the batch histogram by at
-        most 1, replacing its ``s`` by at most ``sqrt(2) <= 2`` (the replace-one bound
-        of a unit clip). In the hard case the W-gradient of the batch's ``lambda psi``
-        is a linear function of this histogram, so nothing is lost by releasing it.
-        """
-        n_blocks, k, l = self.W.shape
-        active = (dual_weight != 0).to(F.dtype).unsqueeze(1)
-        rows = F.new_zeros((F.shape[0], n_blocks * k, l))
-        cell = block * k + s if n_blocks > 1 else s
-        rows[torch.arange(F.shape[0], device=F.device), cell] = F * active
-        return rows.reshape(F.shape[0], n_blocks * k * l)
-
-    def dual_step(self, gradient):
-        """Update W from the step's released dual sum (already divided by the batch size).
-
-        Ascent (``lr_dual`` a float): ``state["W"]`` is replaced by
-        ``P(W + lr_dual * gradient)``. Best response (``lr_dual="auto"``): the released
-        histogram joins a bias-corrected running mean of rate ``dual_rate``, whose noise
-        variance per cell is tracked exactly from the public noise std, and W is
-        :func:`shrunk_best_response` to it. Called after the optimizer's step, so it is
-        also where the iterates are averaged.
-        """
-        if self.average is not None:
-            self.average.step()
-        if self.lam == 0.0:
-            return
-        if self.best_response:
-            beta, state = self.dual_rate, self.state
-            H = torch.add(state["H"] * (1.0 - beta), gradient.view_as(self.W), alpha=beta)
-            V = state["V"] * (1.0 - beta) ** 2 + (beta * self.dual_noise_std) ** 2
-            t = state["t"] + 1.0
-            corrected = 1.0 - (1.0 - beta) ** t  # the running mean starts at zero
-            W = shrunk_best_response(H / corrected, V / corrected**2, self.pinv)
-            self.state = {"W": W, "H": H, "V": V, "t": t}
-            return
-        W = torch.add(self.W, gradient.view_as(self.W), alpha=self.lr_dual)
-        self.state = {"W": ermi.project_frobenius(W, self.dual_bound)}
 
 
 class DPFermiClassifier(PrivateClassifierBase):

@@ -20,7 +20,7 @@ from conftest import make_biased_data
 from scipy import stats
 from torch import nn
 
-import skfairdp.fermi as fermi
+import skfairdp._fermi_core as fermi_core
 from skfairdp.engine import NoiseConfig, train
 from skfairdp.fermi import DPFermiClassifier, ErmiProblem
 from skfairdp.privacy import RandomSource
@@ -158,7 +158,8 @@ def test_dpfermi_dual_step_gets_clipped_rows_plus_accounted_noise(monkeypatch, p
     params = dict(params)
     factored_rows = params.pop("factored", False)
     if factored_rows:
-        monkeypatch.setattr(fermi, "DENSE_W_LIMIT", 0)  # W's rows stay factored
+        # ErmiProblem reads it from skfairdp._fermi_core, where it lives
+        monkeypatch.setattr(fermi_core, "DENSE_W_LIMIT", 0)  # W's rows stay factored
     X, y, s = make_biased_data(n=400, seed=0)
     draws, pending, steps, factored = [], [], [], []
     original_normal = RandomSource.normal

@@ -21,16 +21,16 @@ import torch
 from sklearn.utils import metadata_routing
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._threads import torch_threads
-from ..base import POSITIVE, Param, PrivateClassifierBase, declare_parameters
-from ..fairness import check_min_group_fraction
-from ..fermi import (
+from .._fermi_core import (
     FAIRNESS_NOTIONS,
     auto_batch_size,
     auto_dual_step,
     auto_max_epochs,
     auto_max_grad_norm,
 )
+from .._threads import torch_threads
+from ..base import POSITIVE, Param, PrivateClassifierBase, declare_parameters
+from ..fairness import check_min_group_fraction
 from ..privacy import RandomSource
 from . import objective
 from .local import run_local
