@@ -307,7 +307,17 @@ def _plan(experiment: str, seeds):
         for seed in seeds:
             for bound in (0.01, 0.02):
                 yield "adult", "cgoo", "error_rate", "demographic_parity", 1.0, bound, seed
-    elif experiment == "defaults":
+    elif experiment == "adult-oracle":
+        # issue 11's Adult checks after the default oracle's lr rose to 1.0 at batch 1,024
+        for seed in seeds:
+            for bound in (0.01, 0.015, 0.02):
+                yield "adult", "cgoo", "error_rate", "demographic_parity", 1.0, bound, seed
+            for bound in (0.005, 0.01, 0.02):
+                yield "adult", "cgoo", "error_rate", "equalized_odds", 1.0, bound, seed
+            for constraint in VIOLATION:
+                for bound in (0.02, 0.05):
+                    yield "adult", "cgoo", "error_rate", constraint, math.inf, bound, seed
+    elif experiment in ("defaults", "defaults-oracle"):
         from skfairdp.datasets import BENCHMARK_DATASETS
 
         # the tables under 10,000 rows first (where the defaults are at risk), then the
@@ -316,6 +326,8 @@ def _plan(experiment: str, seeds):
         small += ["adult-2k", "adult-race-5k"]
         large = [d for d in BENCHMARK_DATASETS if d not in small]
         methods = ("majority", "cgoo-defaults", "dpsgd")
+        if experiment == "defaults-oracle":  # after the oracle's lr change: CGOO only
+            methods = ("majority", "cgoo-defaults")
         for dataset in small:
             for seed in seeds:
                 for method in methods:
@@ -346,7 +358,7 @@ def run(experiments, seeds, resume: bool) -> None:
                    str(seed))  # fmt: skip
             if key in done:
                 continue
-            registry = experiment == "defaults"
+            registry = experiment in ("defaults", "defaults-oracle")
             if (dataset, seed, registry) not in splits:
                 splits[dataset, seed, registry] = _data(dataset, seed, registry)
             split = splits[dataset, seed, registry]
@@ -393,10 +405,13 @@ def report() -> None:
              "from `results/cgoo.csv`. Test metrics: `error`/`violation` from `predict` "
              "(randomised draws), `exp_*` in expectation over the draws (`predict_proba`). "
              "Mean ± std over seeds.", "",
-             "`defaults` and `adult-recheck` run with issue 12's defaults (`max_iter`, "
-             "the default oracle's schedule and `noise_margin` by n); the other experiments "
-             "ran before them (`max_iter=20`, oracle `lr=0.5, batch_size=1024, "
-             "max_epochs=20`, `noise_margin=0`), the same on Adult except the margin.",
+             "`adult-oracle` and `defaults-oracle` run with the current defaults: issue 12's "
+             "(`max_iter`, the default oracle's schedule and `noise_margin` by n) and the "
+             "oracle's step size `lr = (batch / 1024)^0.75` (1.0 on Adult, was "
+             "`0.5 sqrt(batch / 1024)`). `defaults` and `adult-recheck` ran with issue 12's "
+             "defaults and the former step size; the other experiments ran before both "
+             "(`max_iter=20`, oracle `lr=0.5, batch_size=1024, max_epochs=20`, "
+             "`noise_margin=0`). The targets read `adult-oracle` (and `cost`).",
              ""]  # fmt: skip
     group = ["experiment", "dataset", "method", "objective", "constraint", "epsilon", "bound"]
     stats = (
@@ -429,6 +444,8 @@ def report() -> None:
 def _targets(stats) -> list[str]:
     out = []
     adult = stats[(stats.dataset == "adult") & (stats.method == "cgoo")]
+    if (adult.experiment == "adult-oracle").any():  # the current code's rows only
+        adult = adult[adult.experiment == "adult-oracle"]
 
     def best(constraint, eps, max_violation):
         rows = adult[
@@ -482,12 +499,13 @@ def _targets(stats) -> list[str]:
             f"vs ExpGrad {c['cost-eg']:.1f}s = {ratio:.2f}x (target <= 2x): "
             f"{'PASS' if ratio <= 2 else 'FAIL'}"
         )
-    private = adult[(adult.epsilon == 1.0) & (adult.constraint == "demographic_parity")]
+    private = adult[adult.epsilon == 1.0]
     if not private.empty:
         worst = private.seconds.max()
         out.append(
-            f"- a private fit on Adult at eps=1 takes at most {worst:.1f}s (mean over seeds; "
-            f"target < 120 s on 2 cores): {'PASS' if worst < 120 else 'FAIL'}"
+            f"- a private fit on Adult at eps=1 takes at most {worst:.1f}s (the slowest "
+            f"setting's mean over seeds, on 2 cores shared with other jobs; target < 120 s): "
+            f"{'PASS' if worst < 120 else 'FAIL'}"
         )
     return out
 
@@ -543,6 +561,10 @@ def _defaults(df) -> list[str]:
     d = df[df.experiment == "defaults"]
     if d.empty:
         return []
+    current = df[df.experiment == "defaults-oracle"]
+    if not current.empty:  # CGOO's rows from the current code, DPSGD's from `defaults`
+        d = pd.concat([d[d.method == "dpsgd"], current])
+        d = d[d.dataset.isin(current.dataset.unique())]
     majority = d[d.method == "majority"].set_index(["dataset", "seed"]).error
     rows, verdicts = [], []
     for (dataset, method), g in d[d.method != "majority"].groupby(["dataset", "method"]):

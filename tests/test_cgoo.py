@@ -1045,8 +1045,8 @@ def test_auto_max_iter_grows_with_n_and_epsilon():
 
 @pytest.mark.parametrize(
     ("n", "batch", "epochs", "lr"),
-    [(750, 64, 52, 0.125), (1495, 64, 26, 0.125), (3390, 128, 23, 0.5 * 0.125**0.5),
-     (22500, 512, 20, 0.5 * 0.5**0.5), (33916, 1024, 20, 0.5)],
+    [(750, 64, 52, 0.125), (1495, 64, 26, 0.125), (3390, 128, 23, 0.125**0.75),
+     (22500, 512, 20, 0.5**0.75), (33916, 1024, 20, 1.0)],
 )  # fmt: skip
 def test_default_oracle_schedule_golden(n, batch, epochs, lr):
     params = cgoo_module.default_oracle_params(n)
