@@ -106,6 +106,9 @@ class Server:
             lr_dual=lr_dual,
             average=average,
         )
+        # the public statistics as broadcast every round (read-only copies, made once)
+        self._pinv = _read_only(statistics["pinv"].cpu().numpy())
+        self._label_weights = _read_only(np.asarray(statistics["label_weights"], dtype=np.float64))
         self.lr_decay = float(lr_decay)
         self.rounds_per_epoch = max(1, int(rounds_per_epoch))
         self.round = 0
@@ -125,8 +128,8 @@ class Server:
             "round": self.round,
             "theta": self.theta(),
             "W": self.W.cpu().numpy(),
-            "pinv": self.statistics["pinv"].cpu().numpy(),
-            "label_weights": np.asarray(self.statistics["label_weights"], dtype=np.float64),
+            "pinv": self._pinv,
+            "label_weights": self._label_weights,
         }
 
     def check_reply(self, reply: dict, silo: str) -> None:
@@ -167,9 +170,17 @@ class Server:
             self.problem.average.load()
 
 
+def _read_only(values: np.ndarray) -> np.ndarray:
+    """A copy that nobody can modify (it is handed to every silo, every round)."""
+    array = np.array(values)
+    array.flags.writeable = False
+    return array
+
+
 def _weighted(replies, key, weights) -> torch.Tensor:
+    """``sum_j a_j reply_j[key]`` in float32, added in silo order."""
     total = None
     for a, reply in zip(weights, replies):
-        part = torch.as_tensor(np.asarray(reply[key], dtype=np.float32).reshape(-1)) * float(a)
+        part = np.asarray(reply[key], dtype=np.float32).reshape(-1) * np.float32(a)
         total = part if total is None else total + part
-    return total
+    return torch.from_numpy(total)

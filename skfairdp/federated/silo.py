@@ -78,6 +78,11 @@ def _calibrated(epsilon, delta, sampling_rate, rounds, histogram_multiplier, acc
     )
 
 
+def _float32_array(values: torch.Tensor) -> np.ndarray:
+    """A reply array: float32 numpy, without a copy when it already is one."""
+    return np.asarray(values.detach().cpu().numpy(), dtype=np.float32)
+
+
 class SiloBudgetExceeded(RuntimeError):
     """A silo was asked for a release its privacy budget does not cover."""
 
@@ -187,7 +192,7 @@ class Silo:
             self.expected_batch_size = float(self.sampler.batch_size)
             self.recorder.record(dp_accounting.NonPrivateDpEvent())
         self._pending: list = []  # the rest of the current epoch's batches
-        self._rows = None
+        self._public_cache: dict | None = None
         self.rounds_done = 0
         self.histogram_done = False
         # noise multipliers: fixed once, at the silo's first training round
@@ -351,31 +356,43 @@ class Silo:
                 f"(epsilon={c.epsilon:g}, delta={self.delta:g}); round "
                 f"{int(broadcast['round'])} refused"
             )
-        pinv = torch.as_tensor(np.asarray(broadcast["pinv"]), dtype=torch.float32)
-        noise = self.calibrate(pinv)
-        idx = self._next_batch()
-        idx_t = torch.from_numpy(idx)
-        label_weights = np.asarray(broadcast["label_weights"], dtype=float)
-        if self._rows is None or self._rows[0] != label_weights.tobytes():
-            # the silo's per-row tensors, rebuilt only when the label weights change
-            packed = objective.row_tensors(
-                c.fairness, c.fairness_weight, self.y, self.groups, c.n_classes, label_weights
-            )
-            self._rows = (label_weights.tobytes(), *packed)
-        codes, weights = (t.index_select(0, idx_t) for t in self._rows[1:])
+        public = self._public(broadcast)
+        noise = self.calibrate(public["pinv"])
+        idx_t = torch.from_numpy(self._next_batch())
+        codes, weights = (t.index_select(0, idx_t) for t in public["rows"])
         private = c.private and math.isfinite(noise["effective"])
-        self._round = {
-            "size": len(idx),
-            "dual_clip": w_clip_norm(c.fairness_weight, pinv),
-            "private": private,
-        }
+        self._round = {"size": len(idx_t), "dual_clip": public["dual_clip"], "private": private}
         return SiloBatch(
             X=self.X.index_select(0, idx_t.to(self.X.device)),
             codes=codes,
             weights=weights,
             max_grad_norm=float(c.max_grad_norm) if c.private else None,
-            dual_clip=self._round["dual_clip"] if c.private else None,
+            dual_clip=public["dual_clip"] if c.private else None,
         )
+
+    def _public(self, broadcast: dict) -> dict:
+        """What the silo derives from the broadcast priors and label weights.
+
+        ``pinv`` (a copy), the W clip and the per-row tensors, rebuilt only when
+        the broadcast values change (the server sends the same ones every round).
+        """
+        pinv = np.asarray(broadcast["pinv"])
+        label_weights = np.asarray(broadcast["label_weights"], dtype=float)
+        key = (pinv.dtype.str, pinv.shape, pinv.tobytes(), label_weights.tobytes())
+        if self._public_cache is None or self._public_cache["key"] != key:
+            c = self.config
+            pinv_t = torch.tensor(pinv, dtype=torch.float32)
+            rows = objective.row_tensors(
+                c.fairness, c.fairness_weight, self.y, self.groups, c.n_classes, label_weights
+            )
+            self._public_cache = {
+                "key": key,
+                "pinv": pinv_t,
+                "dual_clip": w_clip_norm(c.fairness_weight, pinv_t),
+                "rows": rows,
+                "problem": None,
+            }
+        return self._public_cache
 
     def _next_batch(self) -> np.ndarray:
         if not self._pending:  # one (expected) epoch of batches drawn at once
@@ -402,23 +419,33 @@ class Silo:
             denominator = float(max(state["size"], 1))
         self.rounds_done += 1
         self._round = None
-        reply = {"theta": (primal / denominator).cpu().numpy().astype(np.float32)}
+        reply = {"theta": _float32_array(primal / denominator)}
         if dual is not None:
-            reply["W"] = (dual / denominator).cpu().numpy().astype(np.float32)
+            reply["W"] = _float32_array(dual / denominator)
         return reply
 
     def problem(self, broadcast: dict):
-        """The engine problem of a round, from the broadcast ``W`` and ``pinv``."""
+        """The engine problem of a round, from the broadcast ``W`` and ``pinv``.
+
+        One problem object per broadcast ``pinv``: a later round's call replaces
+        its ``W`` (the engine's ``state``), as an engine step's dual update does.
+        """
         c = self.config
-        return objective.make_problem(
-            W=torch.as_tensor(np.asarray(broadcast["W"]), dtype=torch.float32),
-            pinv=torch.as_tensor(np.asarray(broadcast["pinv"]), dtype=torch.float32),
-            fairness=c.fairness,
-            fairness_weight=c.fairness_weight,
-            privacy_unit=c.privacy_unit,
-            private=c.private,
-            dual_rates=c.dual_rates,
-        )
+        public = self._public(broadcast)
+        W = torch.as_tensor(np.asarray(broadcast["W"]), dtype=torch.float32)
+        if public["problem"] is None:
+            public["problem"] = objective.make_problem(
+                W=W,
+                pinv=public["pinv"],
+                fairness=c.fairness,
+                fairness_weight=c.fairness_weight,
+                privacy_unit=c.privacy_unit,
+                private=c.private,
+                dual_rates=c.dual_rates,
+            )
+        else:
+            public["problem"].state = {"W": W}
+        return public["problem"]
 
     def release(self, broadcast: dict, module, grads_of) -> dict:
         """One whole training round for this silo alone (what a Flower ClientApp runs).
