@@ -561,11 +561,15 @@ def _defaults(df) -> list[str]:
     d = df[df.experiment == "defaults"]
     if d.empty:
         return []
-    current = df[df.experiment == "defaults-oracle"]
+    majority = (
+        df[df.experiment.isin(["defaults", "defaults-oracle"]) & (df.method == "majority")]
+        .drop_duplicates(["dataset", "seed"])
+        .set_index(["dataset", "seed"])
+        .error
+    )
+    current = df[(df.experiment == "defaults-oracle") & (df.method != "majority")]
     if not current.empty:  # CGOO's rows from the current code, DPSGD's from `defaults`
         d = pd.concat([d[d.method == "dpsgd"], current])
-        d = d[d.dataset.isin(current.dataset.unique())]
-    majority = d[d.method == "majority"].set_index(["dataset", "seed"]).error
     rows, verdicts = [], []
     for (dataset, method), g in d[d.method != "majority"].groupby(["dataset", "method"]):
         gap = g.error.to_numpy() - majority.loc[list(zip(g.dataset, g.seed))].to_numpy()
