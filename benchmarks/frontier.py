@@ -315,6 +315,7 @@ def _targets(stats) -> list[str]:
     """The issue's targets, each with its verdict, from the summary table."""
     out = []
     grid = stats[stats.experiment == "grid"]
+    grid = grid.assign(param=grid.param.astype(float))  # "default" only in the defaults rows
     raco = grid[grid.method == "raco"]
     for _, r in raco[raco.epsilon == math.inf].iterrows():
         ok = r.train_violation <= r.param + 0.01
