@@ -340,6 +340,9 @@ def _targets(stats) -> list[str]:
                 & (grid.notion == notion)
                 & (grid.epsilon == 1.0)
             ]
+            if ours.empty:
+                out.append(f"- Adult eps=1 {notion} {method}: not run yet")
+                continue
             for _, e in eg.iterrows():
                 reach = ours[ours.violation <= e.violation + 1e-12]
                 if reach.empty:
@@ -358,6 +361,12 @@ def _targets(stats) -> list[str]:
                 )
     fermi = grid[grid.method == "dpfermi"].sort_values("param")
     for (dataset, notion, eps), g in fermi.groupby(["dataset", "notion", "epsilon"]):
+        if g.seeds.min() < 3 or len(g) < len(GRIDS["dpfermi"]):
+            out.append(
+                f"- DP-FERMI {dataset} {notion} eps={eps}: INCOMPLETE ({len(g)} of "
+                f"{len(GRIDS['dpfermi'])} lambdas, fewest seeds {g.seeds.min()}; 3 needed)"
+            )
+            continue
         v, sd = g.violation.to_numpy(), np.nan_to_num(g.violation_sd.to_numpy())
         rises = [
             f"{g.param.iloc[i]}->{g.param.iloc[i + 1]}"
