@@ -229,22 +229,30 @@ def run_flower(args, Xtr, ytr, str_, m, rounds=6):
 
 
 def central_error_at(central, violation):
-    """Centralized error at violation at most ``violation``: its best lambda's (or nan).
+    """Centralized error at violation ``violation``: (step, interpolated), nan below range.
 
-    ``central`` holds one row per lambda (``dp``, ``error``: means over seeds).
+    ``central`` holds one row per lambda (``dp``, ``error``: means over seeds). Step:
+    the lowest error among the lambdas with violation at most ``violation``.
+    Interpolated: the centralized Pareto points (no other point has both a lower
+    violation and a lower error) joined by straight lines (what mixing two of the
+    classifiers at random reaches), flat past the largest violation.
     """
     within = central[central["dp"] <= violation + 1e-12]
-    return float(within["error"].min()) if len(within) else float("nan")
+    if within.empty:
+        return float("nan"), float("nan")
+    pts = central.sort_values(["dp", "error"])
+    front = pts[pts["error"] < pts["error"].cummin().shift(fill_value=np.inf)]
+    interpolated = np.interp(violation, front["dp"], front["error"])
+    return float(within["error"].min()), float(interpolated)
 
 
 def target_gaps(agg, dataset, eps=1.0):
     """Federated (h = 0, N = 3) minus centralized error at the same violation, per lambda.
 
-    For each federated point (mean over seeds at one lambda) the centralized
-    reference is the lowest mean error among the centralized lambdas whose mean
-    violation is at most the federated one (what a user tuning lambda on the
-    centralized model reaches at that violation); nan when every centralized
-    point has a larger violation.
+    Returns ``None`` without both runs, else one tuple per federated lambda:
+    ``(lambda, dp, error, central_step, central_interpolated, gap, seeds)`` (see
+    :func:`central_error_at`; ``gap`` against the lower of the two, nan when every
+    centralized point has a larger violation).
     """
     at = (agg["dataset"] == dataset) & (agg["epsilon"] == eps)
     fed = agg[at & (agg["run"] == "tradeoff") & (agg["n_silos"] == 3)
@@ -254,7 +262,7 @@ def target_gaps(agg, dataset, eps=1.0):
         return None
     seeds = int(central["seeds"].min())
     return [
-        (lam, dp, err, ref, err - ref, min(n, seeds))
+        (lam, dp, err, *ref, err - min(ref), min(n, seeds))
         for lam, dp, err, n in zip(fed["lam"], fed["dp"], fed["error"], fed["seeds"])
         for ref in [central_error_at(central, dp)]
     ]
@@ -272,25 +280,28 @@ def comparisons(agg):
         if not gaps:
             continue
         table = "\n".join(
-            f"| {lam:g} | {dp:.4f} | {err:.4f} | {ref:.4f} | {gap:+.4f} |"
+            f"| {lam:g} | {dp:.4f} | {err:.4f} | {step:.4f} | {inter:.4f} | {gap:+.4f} |"
             if np.isfinite(gap)
-            else f"| {lam:g} | {dp:.4f} | {err:.4f} | - | below every centralized dp |"
-            for lam, dp, err, ref, gap, _ in gaps
+            else f"| {lam:g} | {dp:.4f} | {err:.4f} | - | - | below every centralized dp |"
+            for lam, dp, err, step, inter, gap, _ in gaps
         )
-        valid = [gap for _, _, _, _, gap, _ in gaps if np.isfinite(gap)]
+        valid = [row[5] for row in gaps if np.isfinite(row[5])]
         worst = max(valid) if valid else float("nan")
         verdict = "PASS" if valid and worst <= 0.01 else ("n/a" if not valid else "FAIL")
-        seeds = min(seeds for *_, seeds in gaps)
+        seeds = min(row[6] for row in gaps)
         lines += [
             f"### Target, {dataset}: h = 0, N = 3, eps = 1 within 0.01 error of centralized "
             "DPFermiClassifier at the same violation",
             "",
-            "Centralized error at the same violation: the lowest mean error among the "
-            "centralized lambdas whose mean violation is at most the federated point's "
+            "Centralized error at the federated point's violation (means over seeds), two "
+            "ways: step, the lowest error among the centralized lambdas whose violation is "
+            "at most the federated one; interpolated, along the centralized Pareto points "
+            "joined by straight lines. Gap: federated error minus the lower of the two "
             "(-: every centralized point has a larger violation).",
             "",
-            "| lambda | federated dp | federated error | centralized error at dp <= | gap |",
-            "|---:|---:|---:|---:|---:|",
+            "| lambda | federated dp | federated error | centralized, step | "
+            "centralized, interpolated | gap |",
+            "|---:|---:|---:|---:|---:|---:|",
             table,
             "",
             f"Largest gap {worst:+.4f} over {len(valid)} comparable lambdas "
@@ -337,6 +348,32 @@ def costs(agg):
     ]
 
 
+def plot(agg, path):
+    """Error against DP violation per dataset (means over seeds; lambda along each curve)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves = agg[agg["run"].isin(["central", "tradeoff"])]
+    datasets = sorted(curves["dataset"].unique())
+    if not datasets:
+        return
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 4), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        d = curves[curves["dataset"] == dataset]
+        for (run, eps, h), g in d.groupby(["run", "epsilon", "heterogeneity"]):
+            g = g.sort_values("lam")
+            label = "centralized" if run == "central" else f"federated N=3 h={h:g}"
+            style = ("s" if run == "central" else "o") + ("-" if eps == 1.0 else "--")
+            ax.plot(g["dp"], g["error"], style, label=f"{label} eps={eps:g}", ms=4)
+        ax.set(title=dataset, xlabel="DP violation (test)", ylabel="error (test)")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def report(args):
     import pandas as pd
 
@@ -353,6 +390,8 @@ def report(args):
         lines += ["## Error and DP violation (test, hard predictions; mean, sd over seeds)", ""]
         lines += [agg.round(4).to_markdown(), ""]
         lines += comparisons(agg.reset_index())
+        plot(agg.reset_index(), args.out / f"{NAME}.png")
+        lines += [f"Plot: `{NAME}.png` (error against DP violation, lambda along each curve).", ""]
     speed = args.out / f"{NAME}_speed.csv"
     if speed.exists():
         sp = pd.read_csv(speed)
