@@ -355,17 +355,17 @@ def plot(agg, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    curves = agg[agg["run"].isin(["central", "tradeoff"])]
-    datasets = sorted(curves["dataset"].unique())
+    datasets = sorted(agg["dataset"].unique())
     if not datasets:
         return
-    fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(datasets), figsize=(6 * len(datasets), 4.5), squeeze=False)
+    markers = {"central": "s", "tradeoff": "o", "silos": "^"}
     for ax, dataset in zip(axes[0], datasets):
-        d = curves[curves["dataset"] == dataset]
-        for (run, eps, h), g in d.groupby(["run", "epsilon", "heterogeneity"]):
+        d = agg[agg["dataset"] == dataset]
+        for (run, eps, n, h), g in d.groupby(["run", "epsilon", "n_silos", "heterogeneity"]):
             g = g.sort_values("lam")
-            label = "centralized" if run == "central" else f"federated N=3 h={h:g}"
-            style = ("s" if run == "central" else "o") + ("-" if eps == 1.0 else "--")
+            label = "centralized" if run == "central" else f"federated N={n} h={h:g}"
+            style = markers[run] + ("-" if eps == 1.0 else "--")
             ax.plot(g["dp"], g["error"], style, label=f"{label} eps={eps:g}", ms=4)
         ax.set(title=dataset, xlabel="DP violation (test)", ylabel="error (test)")
         ax.legend(fontsize=7)
