@@ -284,8 +284,21 @@ def run(experiment, datasets, methods, notions, epsilons, seeds, resume) -> None
             model = _NonPrivate(method, notion, param, seed)
         else:
             model = _private_model(method, notion, eps, param, seed)
-        seconds = _fit(model, split[0], split[2], split[4])
+        try:
+            seconds = _fit(model, split[0], split[2], split[4])
+        except ValueError as exc:  # e.g. a group below rho: recorded, not fatal to the run
+            print(f"{dataset} {method} {notion} eps={eps} p={param} seed={seed}: {exc}", flush=True)
+            _append_failure(experiment, dataset, method, notion, eps, param, seed, split)
+            continue
         _append(_row(experiment, dataset, method, notion, eps, param, seed, split, model, seconds))
+
+
+def _append_failure(experiment, dataset, method, notion, eps, param, seed, split) -> None:
+    """A fit that raised: its row carries NaN metrics (the report shows them as failed)."""
+    row = dict.fromkeys(FIELDS, math.nan)
+    row.update(experiment=experiment, dataset=dataset, n_train=len(split[2]), method=method,
+               notion=notion, epsilon=eps, param=param, seed=seed)  # fmt: skip
+    append(CSV, FIELDS, row)
 
 
 # --------------------------------------------------------------------------- report
@@ -442,6 +455,8 @@ def report() -> None:
     import pandas as pd
 
     df = pd.read_csv(CSV)
+    failed = df[df.test_error.isna()]
+    df = df[df.test_error.notna()]
     stats = _summary(df)
     lines = [
         "# Private trade-offs beside the non-private frontier (issue 12)",
@@ -468,6 +483,10 @@ def report() -> None:
             ),
             "",
         ]
+    if not failed.empty:
+        lines += ["## Fits that raised (a ValueError, logged by `run`)", "",
+                  failed[["experiment", "dataset", "method", "notion", "epsilon", "param",
+                          "seed"]].to_markdown(index=False), ""]  # fmt: skip
     lines += ["## Targets (issue 12)", ""] + _targets(stats)
     (RESULTS / "frontier.md").write_text("\n".join(lines) + "\n")
     _plot(stats, RESULTS / "frontier.png")
