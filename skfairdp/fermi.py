@@ -119,7 +119,9 @@ class DPFermiClassifier(PrivateClassifierBase):
     rho : float, default=0.05
         Public lower bound on every group's frequency (within each label for
         equalized odds). Group priors are clamped at ``rho`` (so the sensitivity
-        bounds hold on every dataset) and a released prior below it is an error.
+        bounds hold on every dataset). A prior estimated from the data (noisy, or
+        counted at ``epsilon=inf``) below it is clamped with a ``UserWarning``;
+        public ``group_priors`` below it are an error.
     group_priors : None, array-like or dict, default=None
         Public group frequencies ``p_S`` (length ``k``, in the order of
         ``group_encoder_.group_labels_``, or a mapping label -> frequency). For
@@ -344,16 +346,25 @@ class DPFermiClassifier(PrivateClassifierBase):
                 for b in range(n_blocks):
                     check_min_group_fraction(priors[b], rho, labels[b])
             except ValueError as exc:
-                if not (private and releases_priors):
-                    raise
-                # A noisy estimate below rho is clamped at rho like every prior (the
-                # sensitivity bounds use the clamped values), so privacy is intact; only
-                # the fairness weighting of that group is off, which the user can fix.
+                if not releases_priors:
+                    raise  # the user declared these priors: a contradiction to report
+                # A fraction estimated from the data below rho is clamped at rho like every
+                # prior (the sensitivity bounds use the clamped values), so privacy is
+                # intact; only the fairness weighting of that group is off.
+                source = (
+                    f"come from a noisy histogram (noise multiplier {statistics_multiplier:.3g}, "
+                    f"{GROUP_PRIOR_BUDGET_SHARE:.0%} of epsilon) of n={n} rows"
+                    if private
+                    else f"were counted on the n={n} training rows (epsilon=inf)"
+                )
+                remedy = (
+                    "pass public group_priors=... or use a larger epsilon"
+                    if private
+                    else "lower rho (it bounds the sensitivity only when epsilon is finite)"
+                )
                 warnings.warn(
-                    f"{exc} These fractions come from a noisy histogram (noise multiplier "
-                    f"{statistics_multiplier:.3g}, {GROUP_PRIOR_BUDGET_SHARE:.0%} of epsilon) of "
-                    f"n={n} rows and were clamped at rho={rho:g}; for an accurate fairness "
-                    "weighting pass public group_priors=... or use a larger epsilon.",
+                    f"{exc} These fractions {source} and were clamped at rho={rho:g}; for an "
+                    f"accurate fairness weighting {remedy}.",
                     UserWarning,
                     stacklevel=5,  # user -> fit -> _private_fit -> _fit_template -> here
                 )

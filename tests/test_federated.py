@@ -319,6 +319,20 @@ def test_fit_accounts_per_silo_and_lowers_violation():
     assert fair.W_.shape == (1, 2, 2) and fair.aggregation_weights_.tolist() == [1 / 3] * 3
 
 
+def test_counted_prior_below_rho_is_clamped_declared_one_raises():
+    rng = np.random.default_rng(0)
+    n = 600
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    s = np.zeros(n, dtype=int)
+    s[:15] = 1  # 2.5% of the rows: below rho = 0.05
+    kw = dict(epsilon=math.inf, random_state=0, max_epochs=2, fairness_weight=1.0)
+    with pytest.warns(UserWarning, match=r"counted on the silos' rows.*clamped at rho=0.05"):
+        FederatedDPFermiClassifier(**kw).fit(X, y, sensitive_features=s)
+    with pytest.raises(ValueError, match="below the minimum group fraction rho"):
+        FederatedDPFermiClassifier(group_priors=[0.97, 0.03], **kw).fit(X, y, sensitive_features=s)
+
+
 def test_sklearn_conventions_and_routing(routing):
     X, y, s = make_tradeoff_data(300, seed=8)
     ids = np.arange(300) % 2

@@ -257,6 +257,28 @@ def test_noisy_prior_below_rho_is_clamped_and_suggests_public_priors(small_data)
     assert est.privacy_spent_.epsilon <= 0.1 + 1e-9
 
 
+def test_exact_prior_below_rho_is_clamped_at_epsilon_inf():
+    """Counted (not declared) fractions below rho: clamp and warn at epsilon=inf too.
+
+    Bank Marketing's "<25 or >=60 | y=0" cell is 4.3% of its class; the fit must not
+    refuse data whose group is merely small when the user declared nothing.
+    """
+    rng = np.random.default_rng(0)
+    n = 600
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    s = np.zeros(n, dtype=int)
+    s[np.flatnonzero(y == 0)[:10]] = 1  # 10 of ~300 negatives: 3% < rho
+    s[np.flatnonzero(y == 1)[:60]] = 1
+    with pytest.warns(UserWarning, match=r"counted on the n=600 training rows.*clamped at rho"):
+        est = _fit(X, y, s, fairness="equalized_odds", epsilon=math.inf)
+    assert est.group_priors_[0, 1] < est.rho  # reported as counted, used clamped
+    assert np.linalg.norm(est.W_[0]) <= 1.1 * math.sqrt(2 / est.rho) + 1e-6
+    declared = {0: [0.97, 0.03], 1: [0.8, 0.2]}
+    with pytest.raises(ValueError, match="below the minimum group fraction rho"):
+        _fit(X, y, s, fairness="equalized_odds", epsilon=math.inf, group_priors=declared)
+
+
 def test_fairness_weight_zero_needs_no_groups(small_data):
     X, y, s = small_data
     est = _fit(X, y, None, fairness_weight=0.0, epsilon=2.0)

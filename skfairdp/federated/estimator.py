@@ -404,7 +404,7 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
             group_priors=priors,
         )
         if self.fairness_weight > 0:
-            self._check_priors(statistics["priors"], priors is None and math.isfinite(self.epsilon))
+            self._check_priors(statistics["priors"], declared=priors is not None)
         self.group_priors_ = statistics["priors"]
         self.label_weights_ = statistics["label_weights"]
         return statistics
@@ -417,18 +417,22 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         helper.group_encoder_, helper.classes_ = self.group_encoder_, self.classes_
         return helper._public_priors(n_groups, objective.n_blocks(self.fairness, n_classes))
 
-    def _check_priors(self, priors, released):
+    def _check_priors(self, priors, declared):
         labels = list(self.group_encoder_.group_labels_)
         try:
             for row in priors:
                 check_min_group_fraction(row, float(self.rho), labels)
         except ValueError as exc:
-            if not released:
-                raise
+            if declared:
+                raise  # the user's public priors contradict rho
+            source = (
+                "come from the silos' noisy histograms"
+                if math.isfinite(self.epsilon)
+                else "were counted on the silos' rows (epsilon=inf)"
+            )
             warnings.warn(
-                f"{exc} These fractions come from the silos' noisy histograms and were "
-                f"clamped at rho={self.rho:g}; pass public group_priors=... for an accurate "
-                "fairness weighting.",
+                f"{exc} These fractions {source} and were clamped at rho={self.rho:g}; pass "
+                "public group_priors=... or a lower rho for an accurate fairness weighting.",
                 UserWarning,
                 stacklevel=4,
             )
