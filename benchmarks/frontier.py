@@ -23,7 +23,7 @@ and the hard training violation. Every fit is appended to
 Examples::
 
     python benchmarks/frontier.py run --seeds 0 1 2 3 4
-    python benchmarks/frontier.py run --datasets german compas-like --methods raco --seeds 0
+    python benchmarks/frontier.py run --datasets german communities-crime --methods raco --seeds 0
     python benchmarks/frontier.py run --experiment defaults --seeds 0 1 2
     python benchmarks/frontier.py report
 """
@@ -66,7 +66,22 @@ GRIDS = {
     "expgrad": (0.01, 0.02, 0.05),
     "threshold": (0.0, 0.02, 0.05),
 }
+#: Denser grids where the issue's comparison with ExpGrad is judged (Adult at eps = 1): the
+#: best error "at a given violation" is read off grid points, so a coarse grid would score
+#: the grid, not the estimator (lambda 1 -> 4 jumps from violation 0.10 to 0.045 there).
+DENSE_GRIDS = {
+    "adult": {
+        "dpfermi": (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0),
+        "raco": (0.01, 0.02, 0.05, 0.1),
+    },
+}
 PRIVATE = ("dpfermi", "raco", "cgoo")
+
+
+def _grid(dataset: str, method: str) -> tuple:
+    return DENSE_GRIDS.get(dataset, {}).get(method, GRIDS[method])
+
+
 NON_PRIVATE = ("expgrad", "threshold")
 
 
@@ -237,7 +252,7 @@ def _plan(experiment, datasets, methods, notions, epsilons, seeds):
                 continue
             for notion in notions:
                 for method in methods:
-                    for param in GRIDS[method]:
+                    for param in _grid(dataset, method):
                         if method in NON_PRIVATE:
                             if method == "threshold" and notion == "equalized_odds" and param:
                                 continue  # fairlearn: relaxed constraints only for parity
@@ -374,10 +389,11 @@ def _targets(stats) -> list[str]:
                 )
     fermi = grid[grid.method == "dpfermi"].sort_values("param")
     for (dataset, notion, eps), g in fermi.groupby(["dataset", "notion", "epsilon"]):
-        if g.seeds.min() < 3 or len(g) < len(GRIDS["dpfermi"]):
+        n_lambdas = len(_grid(dataset, "dpfermi"))
+        if g.seeds.min() < 3 or len(g) < n_lambdas:
             out.append(
                 f"- DP-FERMI {dataset} {notion} eps={eps}: INCOMPLETE ({len(g)} of "
-                f"{len(GRIDS['dpfermi'])} lambdas, fewest seeds {g.seeds.min()}; 3 needed)"
+                f"{n_lambdas} lambdas, fewest seeds {g.seeds.min()}; 3 needed)"
             )
             continue
         v, sd = g.violation.to_numpy(), np.nan_to_num(g.violation_sd.to_numpy())
