@@ -63,7 +63,7 @@ CASES = {
     "raco-laplace": lambda: _raco_then(histogram_noise="laplace"),
     "adapt": lambda: GlobalScalingDPClassifier(z_init=2.0),
     "clip": lambda: GlobalScalingDPClassifier(variant="clip"),
-    "dpsgdf": lambda: DPSGDFClassifier(),
+    "dpsgdf": lambda: DPSGDFClassifier(lr=0.01),  # the default lr when the golden models ran
     "fairlens": lambda: FairLensClassifier(),
 }
 
