@@ -240,11 +240,11 @@ def _row(experiment, dataset, method, notion, eps, param, seed, split, model, se
 
 
 # --------------------------------------------------------------------------- runs
-def _plan(experiment, datasets, methods, notions, epsilons, seeds):
+def _plan(experiment, datasets, methods, notions, epsilons, seeds, estimators=None):
     for dataset in datasets:
         for seed in seeds:
             if experiment == "defaults":
-                for name in _default_models(seed):
+                for name in estimators or _default_models(seed):
                     too_slow = SLOW_BASELINES.get(name, math.inf)
                     if DATASET_ROWS.get(dataset, 0) > too_slow:
                         continue
@@ -280,12 +280,12 @@ def _append(row: dict) -> None:
     )
 
 
-def run(experiment, datasets, methods, notions, epsilons, seeds, resume) -> None:
+def run(experiment, datasets, methods, notions, epsilons, seeds, resume, estimators=None) -> None:
     RESULTS.mkdir(exist_ok=True)
     done = _done() if resume else set()
     cache: dict = {}
     for dataset, method, notion, eps, param, seed in _plan(
-        experiment, datasets, methods, notions, epsilons, seeds
+        experiment, datasets, methods, notions, epsilons, seeds, estimators
     ):
         key = (experiment, dataset, method, notion, str(eps), str(param), str(seed))
         if key in done:
@@ -429,40 +429,40 @@ def _plot(stats, path: Path) -> None:
     fig, axes = plt.subplots(
         len(datasets), len(NOTIONS), figsize=(10, 3.2 * len(datasets)), squeeze=False
     )
-    styles = {
-        "dpfermi": "o-",
-        "raco": "s-",
-        "cgoo": "^-",
-        "expgrad": "k*--",
-        "threshold": "kx:",
-    }
+    colors = {"dpfermi": "C0", "raco": "C1", "cgoo": "C2", "expgrad": "k", "threshold": "0.45"}
+    markers = {"dpfermi": "o", "raco": "s", "cgoo": "^", "expgrad": "*", "threshold": "x"}
+    # private curves: one colour per method, one line style per epsilon
+    lines = {0.5: ":", 1.0: "-", 3.0: "--", math.inf: "-."}
+    legend: dict = {}
     for i, dataset in enumerate(datasets):
         for j, notion in enumerate(NOTIONS):
             ax = axes[i][j]
             d = grid[(grid.dataset == dataset) & (grid.notion == notion)]
-            for method, style in styles.items():
-                for eps in (1.0, math.inf) if method in PRIVATE else (math.inf,):
+            for method in colors:
+                for eps in EPSILONS if method in PRIVATE else (math.inf,):
                     g = d[(d.method == method) & (d.epsilon == eps)].sort_values("param")
                     if g.empty:
                         continue
                     label = method if method in NON_PRIVATE else f"{method} eps={eps:g}"
-                    ax.errorbar(
+                    artist = ax.errorbar(
                         g.violation,
                         g.error,
                         xerr=g.violation_sd.fillna(0),
                         yerr=g.error_sd.fillna(0),
-                        fmt=style,
-                        alpha=1.0 if eps == 1.0 or method in NON_PRIVATE else 0.4,
-                        label=label,
+                        color=colors[method],
+                        marker=markers[method],
+                        linestyle="--" if method in NON_PRIVATE else lines[eps],
+                        alpha=0.45 if method in PRIVATE and eps == math.inf else 1.0,
+                        elinewidth=0.6,
                         markersize=4,
                         capsize=2,
                     )
+                    legend.setdefault(label, artist)
             ax.set_title(f"{dataset}: {notion}", fontsize=9)
             ax.set_xlabel("hard test violation")
             ax.set_ylabel("test error")
             ax.grid(alpha=0.3)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=4, fontsize=8)
+    fig.legend(list(legend.values()), list(legend), loc="upper center", ncol=5, fontsize=7)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(path, dpi=110)
 
@@ -520,6 +520,13 @@ def main() -> None:
     r.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
     r.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     r.add_argument("--resume", action="store_true")
+    r.add_argument(
+        "--estimators",
+        nargs="+",
+        default=None,
+        choices=list(_default_models(0)),
+        help="defaults experiment: only these estimators (default: all)",
+    )
     sub.add_parser("report")
     args = parser.parse_args()
     if args.command == "run":
@@ -532,6 +539,7 @@ def main() -> None:
             args.epsilons,
             args.seeds,
             args.resume,
+            args.estimators,
         )
     else:
         report()
