@@ -339,6 +339,12 @@ def _fmt(mean, sd) -> str:
     return f"{mean:.4f} ± {0.0 if math.isnan(sd) else sd:.4f}"
 
 
+def _best_within(points, violation):
+    """The lowest-error row of ``points`` at mean violation <= ``violation``, or None."""
+    reach = points[points.violation <= violation + 1e-12]
+    return None if reach.empty else reach.sort_values("error").iloc[0]
+
+
 def _targets(stats) -> list[str]:
     """The issue's targets, each with its verdict, from the summary table."""
     out = []
@@ -372,14 +378,13 @@ def _targets(stats) -> list[str]:
                 out.append(f"- Adult eps=1 {notion} {method}: not run yet")
                 continue
             for _, e in eg.iterrows():
-                reach = ours[ours.violation <= e.violation + 1e-12]
-                if reach.empty:
+                best = _best_within(ours, e.violation)
+                if best is None:
                     out.append(
                         f"- Adult eps=1 {notion} {method}: nothing reaches ExpGrad's violation "
                         f"{e.violation:.4f} (bound {e.param}): FAIL"
                     )
                     continue
-                best = reach.sort_values("error").iloc[0]
                 ok = best.error <= e.error + 0.005
                 out.append(
                     f"- Adult eps=1 {notion} {method}: error {best.error:.4f} at violation "
@@ -429,9 +434,9 @@ def _gaps(stats):
             row = {"dataset": dataset, "notion": notion, "method": method, "epsilon": eps,
                    "seeds": int(ours.seeds.min())}  # fmt: skip
             for _, e in eg.iterrows():
-                reach = ours[ours.violation <= e.violation + 1e-12]
+                best = _best_within(ours, e.violation)
                 row[f"ExpGrad {e.param:g}"] = (
-                    "none" if reach.empty else f"{reach.error.min() - e.error:+.4f}"
+                    "none" if best is None else f"{best.error - e.error:+.4f}"
                 )
             rows.append(row)
     return pd.DataFrame(rows)
