@@ -58,7 +58,7 @@ from .base import (
     PrivateClassifierBase,
     declare_parameters,
 )
-from .fairness import check_min_group_fraction
+from .fairness import check_priors_against_rho
 from .privacy import gaussian_release_event, joint_noise_multiplier, noisy_histogram
 from .privacy.accountant import PLD_DISCRETIZATION, resolve_accountant
 from .privacy.analytic import gaussian_noise_multiplier
@@ -341,33 +341,26 @@ class DPFermiClassifier(PrivateClassifierBase):
             1.0 / (n_classes * np.maximum(label_freq, rho)) if conditional else np.ones(n_classes)
         )
         if uses_groups:
-            labels = self._prior_labels(n_blocks)
-            try:
-                for b in range(n_blocks):
-                    check_min_group_fraction(priors[b], rho, labels[b])
-            except ValueError as exc:
-                if not releases_priors:
-                    raise  # the user declared these priors: a contradiction to report
-                # A fraction estimated from the data below rho is clamped at rho like every
-                # prior (the sensitivity bounds use the clamped values), so privacy is
-                # intact; only the fairness weighting of that group is off.
-                source = (
+            # a fraction estimated from the data below rho is clamped at rho like every
+            # prior (the sensitivity bounds use the clamped values): a warning, not an error
+            check_priors_against_rho(
+                priors,
+                rho,
+                self._prior_labels(n_blocks),
+                declared=not releases_priors,
+                source=(
                     f"come from a noisy histogram (noise multiplier {statistics_multiplier:.3g}, "
                     f"{GROUP_PRIOR_BUDGET_SHARE:.0%} of epsilon) of n={n} rows"
                     if private
                     else f"were counted on the n={n} training rows (epsilon=inf)"
-                )
-                remedy = (
+                ),
+                remedy=(
                     "pass public group_priors=... or use a larger epsilon"
                     if private
                     else "lower rho (it bounds the sensitivity only when epsilon is finite)"
-                )
-                warnings.warn(
-                    f"{exc} These fractions {source} and were clamped at rho={rho:g}; for an "
-                    f"accurate fairness weighting {remedy}.",
-                    UserWarning,
-                    stacklevel=5,  # user -> fit -> _private_fit -> _fit_template -> here
-                )
+                ),
+                stacklevel=5,  # user -> fit -> _private_fit -> _fit_template -> here
+            )
         pinv = torch.as_tensor(np.maximum(priors, rho), dtype=torch.float32).rsqrt()
         pinv = pinv.to(ctx.device)
         # ||W*[b]||_F <= sqrt(l) * max_r pinv[b, r] for every theta (pinv is public:

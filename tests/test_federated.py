@@ -327,8 +327,9 @@ def test_counted_prior_below_rho_is_clamped_declared_one_raises():
     s = np.zeros(n, dtype=int)
     s[:15] = 1  # 2.5% of the rows: below rho = 0.05
     kw = dict(epsilon=math.inf, random_state=0, max_epochs=2, fairness_weight=1.0)
-    with pytest.warns(UserWarning, match=r"counted on the silos' rows.*clamped at rho=0.05"):
+    with pytest.warns(UserWarning, match=r"counted on the silos' rows.*clamped at rho=0.05") as w:
         FederatedDPFermiClassifier(**kw).fit(X, y, sensitive_features=s)
+    assert any(r.filename == __file__ for r in w if "clamped" in str(r.message))  # user's line
     with pytest.raises(ValueError, match="below the minimum group fraction rho"):
         FederatedDPFermiClassifier(group_priors=[0.97, 0.03], **kw).fit(X, y, sensitive_features=s)
 

@@ -270,8 +270,10 @@ def test_exact_prior_below_rho_is_clamped_at_epsilon_inf():
     s = np.zeros(n, dtype=int)
     s[np.flatnonzero(y == 0)[:10]] = 1  # 10 of ~300 negatives: 3% < rho
     s[np.flatnonzero(y == 1)[:60]] = 1
-    with pytest.warns(UserWarning, match=r"counted on the n=600 training rows.*clamped at rho"):
+    counted = r"counted on the n=600 training rows.*clamped at rho"
+    with pytest.warns(UserWarning, match=counted) as w:
         est = _fit(X, y, s, fairness="equalized_odds", epsilon=math.inf)
+    assert any(r.filename == __file__ for r in w if "clamped" in str(r.message))  # user's line
     assert est.group_priors_[0, 1] < est.rho  # reported as counted, used clamped
     assert np.linalg.norm(est.W_[0]) <= 1.1 * math.sqrt(2 / est.rho) + 1e-6
     declared = {0: [0.97, 0.03], 1: [0.8, 0.2]}

@@ -1,6 +1,7 @@
 """Tests for skfairdp.fairness.groups (sensitive-feature encoding)."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -9,7 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
 
-from skfairdp.fairness import GroupEncoder, check_min_group_fraction, encode_sensitive_features
+from skfairdp.fairness import (
+    GroupEncoder,
+    check_min_group_fraction,
+    check_priors_against_rho,
+    encode_sensitive_features,
+)
 from skfairdp.fairness.groups import observed_group_codes, sorted_categories
 
 # ----------------------------------------------------------------- formats
@@ -262,3 +268,18 @@ def test_check_min_group_fraction():
         check_min_group_fraction([0.5, 0.5], 1.5)
     with pytest.raises(ValueError, match="labels"):
         check_min_group_fraction([0.5, 0.5], 0.1, ["a"])
+
+
+def test_check_priors_against_rho_raises_on_declared_warns_on_counted():
+    priors = [[0.9, 0.1], [0.97, 0.03]]  # the second block's group "b" is below rho
+    labels = [["a", "b"], ["a", "b"]]
+    kw = {"source": "were counted", "remedy": "lower rho"}
+    with pytest.raises(ValueError, match=r"rho=0\.05: b \(fraction 0\.03\)"):
+        check_priors_against_rho(priors, 0.05, labels, declared=True, **kw)
+    clamped = r"were counted and were clamped at rho=0\.05.*lower rho"
+    with pytest.warns(UserWarning, match=clamped) as w:
+        check_priors_against_rho(priors, 0.05, labels, declared=False, stacklevel=1, **kw)
+    assert w[0].filename == __file__  # stacklevel counted from the caller: 1 is this line
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing below rho: silent
+        check_priors_against_rho(priors, 0.02, labels, declared=True, **kw)

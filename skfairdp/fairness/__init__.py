@@ -4,7 +4,12 @@ This subpackage depends only on numpy, pandas and scikit-learn; it knows
 nothing about privacy or torch.
 """
 
-from .groups import GroupEncoder, check_min_group_fraction, encode_sensitive_features
+from .groups import (
+    GroupEncoder,
+    check_min_group_fraction,
+    check_priors_against_rho,
+    encode_sensitive_features,
+)
 from .metrics import (
     demographic_parity_violation,
     equal_opportunity_violation,
@@ -40,6 +45,7 @@ __all__ = [
     "FairnessScorer",
     "GroupEncoder",
     "check_min_group_fraction",
+    "check_priors_against_rho",
     "demographic_parity_scorer",
     "demographic_parity_violation",
     "encode_sensitive_features",

@@ -26,6 +26,7 @@ This module knows nothing about privacy; it only stores the group *domain*
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -37,6 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 __all__ = [
     "GroupEncoder",
     "check_min_group_fraction",
+    "check_priors_against_rho",
     "encode_sensitive_features",
 ]
 
@@ -651,3 +653,58 @@ def check_min_group_fraction(
             "or lower rho."
         )
     return fractions
+
+
+def check_priors_against_rho(
+    priors: Any,
+    rho: float,
+    labels: Sequence[Sequence[Any]],
+    *,
+    declared: bool,
+    source: str,
+    remedy: str,
+    stacklevel: int = 2,
+) -> None:
+    """Apply the rule for group priors below ``rho``: refuse declared ones, warn on counted ones.
+
+    Priors the user declared as public (``group_priors=...``) that fall below ``rho``
+    contradict it and raise. Priors counted from the data (exactly at ε = ∞, or from a
+    noisy histogram) are clamped at ``rho`` by the caller like every prior, so the
+    sensitivity bounds hold; only that group's fairness weighting is off, which is
+    warned about.
+
+    Parameters
+    ----------
+    priors : array-like of float, shape (n_blocks, n_groups)
+        One row of group fractions per block (one block for demographic parity,
+        one per class for the conditional notions).
+    rho : float
+        The public minimum group fraction.
+    labels : sequence of sequences
+        Group labels for each row's message.
+    declared : bool
+        Whether the user passed ``priors`` as public.
+    source, remedy : str
+        How the fractions were obtained and what the user can do, for the warning
+        ("These fractions {source} and were clamped at rho; for an accurate fairness
+        weighting {remedy}.").
+    stacklevel : int, default=2
+        The warning's stack level as seen from the caller.
+
+    Raises
+    ------
+    ValueError
+        If ``declared`` and a prior is below ``rho``.
+    """
+    try:
+        for row, row_labels in zip(np.atleast_2d(priors), labels):
+            check_min_group_fraction(row, rho, row_labels)
+    except ValueError as exc:
+        if declared:
+            raise  # the user's public priors contradict rho
+        warnings.warn(
+            f"{exc} These fractions {source} and were clamped at rho={float(rho):g}; for an "
+            f"accurate fairness weighting {remedy}.",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )

@@ -13,7 +13,6 @@ the same silo and server code as a Flower app on this machine's loopback
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -30,7 +29,7 @@ from .._fermi_core import (
 )
 from .._threads import torch_threads
 from ..base import POSITIVE, Param, PrivateClassifierBase, declare_parameters
-from ..fairness import check_min_group_fraction
+from ..fairness import check_priors_against_rho
 from ..privacy import RandomSource
 from . import objective
 from .local import run_local
@@ -418,24 +417,19 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         return helper._public_priors(n_groups, objective.n_blocks(self.fairness, n_classes))
 
     def _check_priors(self, priors, declared):
-        labels = list(self.group_encoder_.group_labels_)
-        try:
-            for row in priors:
-                check_min_group_fraction(row, float(self.rho), labels)
-        except ValueError as exc:
-            if declared:
-                raise  # the user's public priors contradict rho
-            source = (
+        check_priors_against_rho(
+            priors,
+            float(self.rho),
+            [list(self.group_encoder_.group_labels_)] * len(priors),
+            declared=declared,
+            source=(
                 "come from the silos' noisy histograms"
                 if math.isfinite(self.epsilon)
                 else "were counted on the silos' rows (epsilon=inf)"
-            )
-            warnings.warn(
-                f"{exc} These fractions {source} and were clamped at rho={self.rho:g}; pass "
-                "public group_priors=... or a lower rho for an accurate fairness weighting.",
-                UserWarning,
-                stacklevel=4,
-            )
+            ),
+            remedy="pass public group_priors=... or a lower rho",
+            stacklevel=6,  # user -> fit -> _fit -> _round_zero -> _statistics -> here
+        )
 
     def _make_server(self, silos, statistics, weights, init_seed, rounds, rounds_per_epoch):
         lam = float(self.fairness_weight)
