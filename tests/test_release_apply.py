@@ -64,7 +64,7 @@ CASES = {
     "adapt": lambda: GlobalScalingDPClassifier(z_init=2.0),
     "clip": lambda: GlobalScalingDPClassifier(variant="clip"),
     "dpsgdf": lambda: DPSGDFClassifier(lr=0.01),  # the default lr when the golden models ran
-    "fairlens": lambda: FairLensClassifier(),
+    "fairlens": lambda: FairLensClassifier(lr=0.01),  # the default lr when the golden models ran
 }
 
 
