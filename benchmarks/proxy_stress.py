@@ -19,8 +19,9 @@ Runs, for each table size ``n`` and seed ``s`` (the table is drawn with seed
     fairlearn ``ExponentiatedGradient(LogisticRegression(max_iter=1000),
     DemographicParity(difference_bound=0.02))``, non-private, its randomised ``predict``
     drawn with ``random_state=s``.
-``logreg`` / ``majority``
-    The unconstrained and the constant reference points.
+``logreg``
+    Unconstrained ``LogisticRegression(max_iter=1000)``; every row also records the
+    test error of the training split's majority class.
 ``raco``, ``dpfermi``, ``cgoo``
     ``RaCODPClassifier("demographic_parity", γ)`` for γ ∈ {0.02, 0.05},
     ``DPFermiClassifier(fairness_weight=λ)`` for λ ∈ {4, 16, 64} (the documented range

@@ -697,7 +697,7 @@ def check_priors_against_rho(
         If ``declared`` and a prior is below ``rho``.
     """
     try:
-        for row, row_labels in zip(np.atleast_2d(priors), labels):
+        for row, row_labels in zip(np.atleast_2d(priors), labels, strict=True):
             check_min_group_fraction(row, rho, row_labels)
     except ValueError as exc:
         if declared:
