@@ -1,7 +1,7 @@
 """Public fairness metrics and scorers of skfairdp.
 
-Re-exports the violation metrics and the scikit-learn scorers of
-:mod:`skfairdp.fairness`::
+Re-exports the violation metrics, the scikit-learn scorers and the sampling
+floor of a violation (:func:`fair_violation_floor`) of :mod:`skfairdp.fairness`::
 
     from skfairdp.metrics import demographic_parity_violation, demographic_parity_scorer
 """
@@ -11,6 +11,7 @@ from .fairness.metrics import (
     equal_opportunity_violation,
     equalized_odds_violation,
 )
+from .fairness.resolution import fair_violation_floor
 from .fairness.scorers import (
     FairnessScorer,
     demographic_parity_scorer,
@@ -27,5 +28,6 @@ __all__ = [
     "equal_opportunity_violation",
     "equalized_odds_scorer",
     "equalized_odds_violation",
+    "fair_violation_floor",
     "make_fairness_scorer",
 ]

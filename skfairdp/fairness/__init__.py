@@ -25,6 +25,7 @@ from .rates import (
     RateProgram,
     compile_rate_constraints,
 )
+from .resolution import fair_violation_floor
 from .scorers import (
     FairnessScorer,
     demographic_parity_scorer,
@@ -49,6 +50,7 @@ __all__ = [
     "demographic_parity_scorer",
     "demographic_parity_violation",
     "encode_sensitive_features",
+    "fair_violation_floor",
     "equal_opportunity_scorer",
     "equal_opportunity_violation",
     "equalized_odds_scorer",

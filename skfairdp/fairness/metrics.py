@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 
-def _prepare(
+def prepare(
     y_true: Any, y_pred: Any, sensitive_features: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Validate inputs; return classes and integer codes of y_true, y_pred, groups."""
@@ -52,7 +52,7 @@ def _prepare(
     return classes, t, p, groups
 
 
-def _cell_counts(t: np.ndarray, p: np.ndarray, g: np.ndarray, n_classes: int) -> np.ndarray:
+def cell_counts(t: np.ndarray, p: np.ndarray, g: np.ndarray, n_classes: int) -> np.ndarray:
     """``counts[group, true class, predicted class]``."""
     n_groups = int(g.max()) + 1
     flat = (g * n_classes + t) * n_classes + p
@@ -60,19 +60,45 @@ def _cell_counts(t: np.ndarray, p: np.ndarray, g: np.ndarray, n_classes: int) ->
     return counts.reshape(n_groups, n_classes, n_classes)
 
 
-def _max_gap(numerator: np.ndarray, denominator: np.ndarray) -> float:
+def max_gaps(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     """Largest between-group gap of ``numerator / denominator`` over columns.
 
-    Both arrays have shape ``(n_groups, n_cells)``.  Groups with a zero
-    denominator in a cell are skipped for that cell; a cell with fewer than
-    two groups left contributes a gap of 0.
+    Both arrays have shape ``(..., n_groups, n_cells)``; the result has the
+    leading shape ``(...)``.  Groups with a zero denominator in a cell are
+    skipped for that cell; a cell with fewer than two groups left contributes a
+    gap of 0.
     """
     valid = denominator > 0
     rates = numerator / np.where(valid, denominator, 1)
-    highest = np.where(valid, rates, -np.inf).max(axis=0)
-    lowest = np.where(valid, rates, np.inf).min(axis=0)
-    gaps = np.where(valid.sum(axis=0) >= 2, highest - lowest, 0.0)
-    return float(gaps.max(initial=0.0))
+    highest = np.where(valid, rates, -np.inf).max(axis=-2)
+    lowest = np.where(valid, rates, np.inf).min(axis=-2)
+    gaps = np.where(valid.sum(axis=-2) >= 2, highest - lowest, 0.0)
+    return gaps.max(axis=-1, initial=0.0)
+
+
+def demographic_parity_from_counts(predicted: np.ndarray) -> np.ndarray:
+    """Demographic parity violation of ``predicted[..., group, predicted class]`` counts."""
+    sizes = np.broadcast_to(predicted.sum(axis=-1, keepdims=True), predicted.shape)
+    return max_gaps(predicted, sizes)
+
+
+def equalized_odds_from_counts(counts: np.ndarray) -> np.ndarray:
+    """Equalized odds violation of ``counts[..., group, true class, predicted class]``."""
+    diag = np.arange(counts.shape[-1])
+    n_true = counts.sum(axis=-1)  # rows with y = c
+    n_pred = counts.sum(axis=-2)  # rows with y_hat = c
+    hits = counts[..., diag, diag]  # rows with y = y_hat = c
+    n_group = n_true.sum(axis=-1, keepdims=True)
+    given_c = max_gaps(hits, n_true)
+    given_not_c = max_gaps(n_pred - hits, n_group - n_true)
+    return np.maximum(given_c, given_not_c)
+
+
+def equal_opportunity_from_counts(counts: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """Equal opportunity violation (true-positive-rate gap) of ``counts`` for ``classes``."""
+    hits = counts[..., classes, classes]
+    n_true = counts.sum(axis=-1)[..., classes]
+    return max_gaps(hits, n_true)
 
 
 def demographic_parity_violation(y_true: Any, y_pred: Any, *, sensitive_features: Any) -> float:
@@ -106,12 +132,10 @@ def demographic_parity_violation(y_true: Any, y_pred: Any, *, sensitive_features
     ...                              sensitive_features=[0, 0, 1, 1])
     1.0
     """
-    classes, _, p, g = _prepare(y_true, y_pred, sensitive_features)
+    classes, _, p, g = prepare(y_true, y_pred, sensitive_features)
     n_groups, n_classes = int(g.max()) + 1, len(classes)
     counts = np.bincount(g * n_classes + p, minlength=n_groups * n_classes)
-    counts = counts.reshape(n_groups, n_classes)
-    sizes = np.broadcast_to(counts.sum(axis=1, keepdims=True), counts.shape)
-    return _max_gap(counts, sizes)
+    return float(demographic_parity_from_counts(counts.reshape(n_groups, n_classes)))
 
 
 def equalized_odds_violation(y_true: Any, y_pred: Any, *, sensitive_features: Any) -> float:
@@ -141,16 +165,8 @@ def equalized_odds_violation(y_true: Any, y_pred: Any, *, sensitive_features: An
     float
         The violation, in ``[0, 1]``.
     """
-    classes, t, p, g = _prepare(y_true, y_pred, sensitive_features)
-    counts = _cell_counts(t, p, g, len(classes))
-    diag = np.arange(len(classes))
-    n_true = counts.sum(axis=2)  # rows with y = c
-    n_pred = counts.sum(axis=1)  # rows with y_hat = c
-    hits = counts[:, diag, diag]  # rows with y = y_hat = c
-    n_group = n_true.sum(axis=1, keepdims=True)
-    given_c = _max_gap(hits, n_true)
-    given_not_c = _max_gap(n_pred - hits, n_group - n_true)
-    return max(given_c, given_not_c)
+    classes, t, p, g = prepare(y_true, y_pred, sensitive_features)
+    return float(equalized_odds_from_counts(cell_counts(t, p, g, len(classes))))
 
 
 def equal_opportunity_violation(
@@ -185,21 +201,28 @@ def equal_opportunity_violation(
     float
         The violation, in ``[0, 1]``.
     """
-    classes, t, p, g = _prepare(y_true, y_pred, sensitive_features)
-    counts = _cell_counts(t, p, g, len(classes))
-    diag = np.arange(len(classes))
+    classes, t, p, g = prepare(y_true, y_pred, sensitive_features)
+    positive = positive_classes(classes, pos_label)
+    if positive.size == 0:
+        return 0.0  # the positive class never occurs: no true positive rate
+    counts = cell_counts(t, p, g, len(classes))
+    return float(equal_opportunity_from_counts(counts, positive))
+
+
+def positive_classes(classes: np.ndarray, pos_label: Any = None) -> np.ndarray:
+    """Indices of the classes whose true-positive rates equal opportunity compares.
+
+    ``pos_label`` given: its index (none if it never occurs and the labels are a
+    single class). ``None``: the larger label of a binary problem, all classes of
+    a multi-class one.
+    """
     if pos_label is not None:
         matches = np.flatnonzero(classes == pos_label)
-        if matches.size == 0:
-            if len(classes) >= 2:
-                raise ValueError(
-                    f"pos_label={pos_label!r} is not a valid label: it should be one of "
-                    f"{classes.tolist()}."
-                )
-            return 0.0  # the positive class never occurs: no true positive rate
-        diag = matches[:1]
-    elif len(classes) <= 2:
-        diag = diag[-1:]
-    hits = counts[:, diag, diag]
-    n_true = counts.sum(axis=2)[:, diag]
-    return _max_gap(hits, n_true)
+        if matches.size == 0 and len(classes) >= 2:
+            raise ValueError(
+                f"pos_label={pos_label!r} is not a valid label: it should be one of "
+                f"{classes.tolist()}."
+            )
+        return matches[:1]
+    diag = np.arange(len(classes))
+    return diag[-1:] if len(classes) <= 2 else diag
