@@ -72,7 +72,12 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ._planning import planned_fit_event
 from .fairness import encode_sensitive_features
-from .fairness.metrics import _max_gap
+from .fairness.metrics import (
+    demographic_parity_from_counts,
+    equal_opportunity_from_counts,
+    equalized_odds_from_counts,
+    positive_classes,
+)
 from .privacy import (
     EventRecorder,
     PrivacySpent,
@@ -277,18 +282,11 @@ def _noisy_statistics(cells: np.ndarray, fairness, scoring) -> dict:
     if fairness is None:
         return out
     if fairness == "demographic_parity":
-        counts = cells.sum(axis=1)  # [group, predicted]
-        sizes = np.broadcast_to(counts.sum(axis=1, keepdims=True), counts.shape)
-        violation = _max_gap(counts, sizes)
+        violation = demographic_parity_from_counts(cells.sum(axis=1))  # [group, predicted]
     elif fairness == "equal_opportunity":
-        c = diag[-1:] if n_classes <= 2 else diag
-        violation = _max_gap(cells[:, c, c], cells.sum(axis=2)[:, c])
+        violation = equal_opportunity_from_counts(cells, positive_classes(np.arange(n_classes)))
     else:
-        n_true = cells.sum(axis=2)
-        n_pred = cells.sum(axis=1)
-        hits = cells[:, diag, diag]
-        n_group = n_true.sum(axis=1, keepdims=True)
-        violation = max(_max_gap(hits, n_true), _max_gap(n_pred - hits, n_group - n_true))
+        violation = equalized_odds_from_counts(cells)
     out["violation"] = float(violation)
     return out
 
