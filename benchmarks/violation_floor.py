@@ -136,6 +136,11 @@ def report() -> None:
         )
         .reset_index()
     )
+    order = {"raco": 0, "expgrad": 1}
+    stats = stats.sort_values(
+        ["dataset", "notion", "gamma", "method", "epsilon"],
+        key=lambda col: col.map(order) if col.name == "method" else col,
+    ).reset_index(drop=True)
     stats["target"] = stats.gamma + SLACK
     stats["excess_over_floor"] = stats.test_violation - stats.floor
     show = stats.assign(
