@@ -30,8 +30,9 @@ import argparse
 import math
 from pathlib import Path
 
+import numpy as np
 from _results_csv import append, completed
-from frontier import DELTA, NOTIONS, _fit, _load, _NonPrivate, _predict, _split
+from frontier import DELTA, NOTIONS, _fit, _fmt, _load, _NonPrivate, _predict, _row, _split
 
 from skfairdp import RaCODPClassifier
 from skfairdp.metrics import fair_violation_floor
@@ -59,21 +60,21 @@ def _model(method, notion, eps, gamma, seed):
 
 
 def _smallest_cell(y, s, notion) -> int:
-    cells = [(s == g) & (y == label) for g in set(s) for label in set(y)]
+    """Rows in the smallest group (DP) or (group, label) cell (EO)."""
+    groups = [s == g for g in np.unique(s)]
     if notion == "demographic_parity":
-        cells = [s == g for g in set(s)]
-    return int(min(c.sum() for c in cells))
+        return int(min(m.sum() for m in groups))
+    return int(min((m & (y == label)).sum() for m in groups for label in np.unique(y)))
 
 
 def run(datasets, seeds, resume) -> None:
-    import numpy as np
-
     RESULTS.mkdir(exist_ok=True)
     done = completed(CSV, KEY) if resume else set()
     for dataset in datasets:
         data = _load(dataset)
         for seed in seeds:
-            Xtr, Xte, ytr, yte, s_tr, s_te = split = _split(data, seed)
+            split = _split(data, seed)
+            Xte, yte, s_te = split[1], split[3], split[5]
             for notion in NOTIONS:
                 for gamma in GAMMAS:
                     for method, epsilons in METHODS.items():
@@ -82,38 +83,24 @@ def run(datasets, seeds, resume) -> None:
                             if key in done:
                                 continue
                             model = _model(method, notion, eps, gamma, seed)
-                            _fit(model, split[0], split[2], split[4])
-                            pred_tr = _predict(model, Xtr, s_tr, seed)
-                            pred_te = _predict(model, Xte, s_te, seed)
-                            violation = NOTIONS[notion]
-                            row = {
-                                "dataset": dataset,
-                                "notion": notion,
-                                "method": method,
-                                "epsilon": eps,
-                                "gamma": gamma,
-                                "seed": seed,
-                                "n_train": len(ytr),
-                                "smallest_test_cell": _smallest_cell(yte, s_te, notion),
-                                "test_error": float(np.mean(pred_te != yte)),
-                                "majority_error": float(np.mean(yte != np.bincount(ytr).argmax())),
-                                "train_violation": violation(ytr, pred_tr, sensitive_features=s_tr),
-                                "test_violation": violation(yte, pred_te, sensitive_features=s_te),
-                                "test_floor": fair_violation_floor(
+                            seconds = _fit(model, split[0], split[2], split[4])
+                            row = _row("floor", dataset, method, notion, eps, gamma, seed, split,
+                                       model, seconds)  # fmt: skip
+                            pred_te = _predict(model, Xte, s_te, seed)  # as _row's (seeded)
+                            row.update(
+                                gamma=gamma,
+                                smallest_test_cell=_smallest_cell(yte, s_te, notion),
+                                test_floor=fair_violation_floor(
                                     yte, pred_te, sensitive_features=s_te, notion=notion
                                 ),
-                            }
-                            append(CSV, FIELDS, row)
+                            )
+                            append(CSV, FIELDS, {k: row[k] for k in FIELDS})
                             print(
                                 f"{dataset:14s} {notion:18s} {method:7s} eps={eps:<4} "
                                 f"gamma={gamma} seed={seed} test {row['test_violation']:.4f} "
                                 f"floor {row['test_floor']:.4f} train {row['train_violation']:.4f}",
                                 flush=True,
                             )
-
-
-def _fmt(mean, sd) -> str:
-    return f"{mean:.4f} ± {0.0 if math.isnan(sd) else sd:.4f}"
 
 
 def report() -> None:

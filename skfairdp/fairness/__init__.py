@@ -50,10 +50,10 @@ __all__ = [
     "demographic_parity_scorer",
     "demographic_parity_violation",
     "encode_sensitive_features",
-    "fair_violation_floor",
     "equal_opportunity_scorer",
     "equal_opportunity_violation",
     "equalized_odds_scorer",
     "equalized_odds_violation",
+    "fair_violation_floor",
     "make_fairness_scorer",
 ]
