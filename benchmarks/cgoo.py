@@ -169,7 +169,7 @@ def _cgoo(split, constraint, eps, bound, seed, objective="error_rate", estimator
         random_state=seed,
     )
     if math.isinf(eps):
-        from skfairdp.logistic import DPSGDClassifier
+        from skfairdp.dpsgd import DPSGDClassifier
         from skfairdp.reductions.estimator import DEFAULT_ORACLE_PARAMS
 
         model.set_params(estimator=estimator or DPSGDClassifier(**DEFAULT_ORACLE_PARAMS))

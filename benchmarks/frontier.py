@@ -147,7 +147,7 @@ def _default_models(seed: int) -> dict:
         GlobalScalingDPClassifier,
         RaCODPClassifier,
     )
-    from skfairdp.logistic import DPSGDClassifier
+    from skfairdp.dpsgd import DPSGDClassifier
 
     kw = {"epsilon": 1.0, "random_state": seed}
     return {

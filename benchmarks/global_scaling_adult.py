@@ -34,7 +34,7 @@ from sklearn.model_selection import train_test_split
 
 from skfairdp.baselines import DPSGDFClassifier, FairLensClassifier
 from skfairdp.datasets import load_adult
-from skfairdp.global_scaling import GlobalScalingDPClassifier
+from skfairdp.dpsgd.global_scaling import GlobalScalingDPClassifier
 
 logging.getLogger("absl").setLevel(logging.ERROR)
 warnings.filterwarnings("ignore", category=UserWarning)

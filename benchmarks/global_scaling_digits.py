@@ -35,7 +35,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 from skfairdp.baselines import DPSGDFClassifier
-from skfairdp.global_scaling import GlobalScalingDPClassifier
+from skfairdp.dpsgd.global_scaling import GlobalScalingDPClassifier
 
 logging.getLogger("absl").setLevel(logging.ERROR)
 warnings.filterwarnings("ignore", category=UserWarning)

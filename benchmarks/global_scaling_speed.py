@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 
 from skfairdp.baselines import DPSGDFClassifier
-from skfairdp.global_scaling import GlobalScalingDPClassifier
+from skfairdp.dpsgd.global_scaling import GlobalScalingDPClassifier
 
 logging.getLogger("absl").setLevel(logging.ERROR)
 warnings.filterwarnings("ignore")

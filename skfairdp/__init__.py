@@ -16,12 +16,12 @@ __version__ = "0.1.0.dev0"
 _EXPORTS = {
     "CGOOReduction": "reductions",
     "DPFermiClassifier": "fermi",
-    "DPSGDClassifier": "logistic",
+    "DPSGDClassifier": "dpsgd",
     "DPSGDFClassifier": "baselines",
-    "DPSGDRegressor": "linear_regression",
+    "DPSGDRegressor": "dpsgd",
     "FairLensClassifier": "baselines",
     "FederatedDPFermiClassifier": "federated",
-    "GlobalScalingDPClassifier": "global_scaling",
+    "GlobalScalingDPClassifier": "dpsgd",
     "RaCODPClassifier": "raco",
 }
 
@@ -40,11 +40,9 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .baselines import DPSGDFClassifier, FairLensClassifier
+    from .dpsgd import DPSGDClassifier, DPSGDRegressor, GlobalScalingDPClassifier
     from .federated import FederatedDPFermiClassifier
     from .fermi import DPFermiClassifier
-    from .global_scaling import GlobalScalingDPClassifier
-    from .linear_regression import DPSGDRegressor
-    from .logistic import DPSGDClassifier
     from .raco import RaCODPClassifier
     from .reductions import CGOOReduction
 

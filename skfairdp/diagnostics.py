@@ -46,7 +46,7 @@ def processed_weights(estimator, norms: torch.Tensor, groups: torch.Tensor | Non
     flat clipping at ``max_grad_norm``; a non-private fit: 1.
     """
     from .baselines import DPSGDFClassifier
-    from .global_scaling import GlobalScalingDPClassifier, scaling_weights
+    from .dpsgd.global_scaling import GlobalScalingDPClassifier, scaling_weights
 
     if math.isinf(getattr(estimator, "epsilon", math.inf)):
         return torch.ones_like(norms)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from torch import nn
 
-from ._validation import check_hidden_layer_sizes
+from ._fit.validation import check_hidden_layer_sizes
 
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "logistic": nn.Sigmoid, "identity": nn.Identity}
 

@@ -22,7 +22,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils._param_validation import InvalidParameterError
 
-import skfairdp.base
+import skfairdp._fit.base
 from skfairdp import (
     DPFermiClassifier,
     DPSGDFClassifier,

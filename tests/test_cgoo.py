@@ -984,7 +984,7 @@ def test_no_small_cell_warning_on_adult():
     [(100, 32, 192), (750, 64, 52), (1494, 128, 52), (3390, 256, 46), (36631, 256, 20)],
 )
 def test_dpsgd_auto_schedule_golden(n, batch, epochs):
-    from skfairdp.logistic import auto_batch_size, auto_max_epochs
+    from skfairdp.dpsgd.classifier import auto_batch_size, auto_max_epochs
 
     assert auto_batch_size(n) == batch
     assert auto_max_epochs(n, batch) == epochs

@@ -33,8 +33,8 @@ from sklearn.metrics import r2_score
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skfairdp import CGOOReduction, DPSGDClassifier, DPSGDRegressor
-from skfairdp._degenerate import DegenerateModelWarning
-from skfairdp.linear_regression import SquaredErrorProblem
+from skfairdp._fit.degenerate import DegenerateModelWarning
+from skfairdp.dpsgd.regressor import SquaredErrorProblem
 from skfairdp.privacy import epsilon_spent, resolve_delta, sampled_gaussian_steps_event
 from skfairdp.reductions import estimator as cgoo_module
 from skfairdp.reductions.budget import calibrate_reduction, reduction_event

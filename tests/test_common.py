@@ -47,9 +47,7 @@ from skfairdp import (
     GlobalScalingDPClassifier,
     RaCODPClassifier,
 )
-from skfairdp._dpsgd import CALIBRATIONS, NoisySGDClassifierBase
-from skfairdp._validation import HiddenLayerSizes
-from skfairdp.base import (
+from skfairdp._fit.base import (
     COMMON_CONSTRAINTS,
     SHARED_CONSTRAINTS,
     PrivateClassifierBase,
@@ -57,6 +55,8 @@ from skfairdp.base import (
     PrivateRegressorBase,
     parameter_constraints,
 )
+from skfairdp._fit.validation import HiddenLayerSizes
+from skfairdp.dpsgd.core import CALIBRATIONS, NoisySGDClassifierBase
 
 pytestmark = pytest.mark.filterwarnings("ignore::skfairdp.baselines.UnboundedSensitivityWarning")
 
@@ -348,7 +348,7 @@ def test_init_stores_every_parameter_and_only_leading_ones_are_positional(cls):
 
 
 def test_declare_parameters_rejects_inconsistent_declarations():
-    from skfairdp.base import Param, declare_parameters
+    from skfairdp._fit.base import Param, declare_parameters
 
     with pytest.raises(ValueError, match="first own parameters"):
         declare_parameters(own={"a": Param(1, [int]), "b": Param(2, [int])}, positional=("b",))

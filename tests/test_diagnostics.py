@@ -10,7 +10,7 @@ from conftest import make_biased_data
 from torch.func import functional_call, hessian
 
 from skfairdp.diagnostics import disparate_impact_report, plot_group_accuracy
-from skfairdp.global_scaling import GlobalScalingDPClassifier
+from skfairdp.dpsgd.global_scaling import GlobalScalingDPClassifier
 
 matplotlib.use("Agg")
 

@@ -28,12 +28,12 @@ from skfairdp import (
     ermi,
 )
 from skfairdp.baselines.dpsgdf import DPSGDFProblem
+from skfairdp.dpsgd.global_scaling import GlobalScalingProblem, scaling_weights
 from skfairdp.engine import PerSampleGradients, clipped_sum
 from skfairdp.engine.loop import check_finite_parameters
 from skfairdp.engine.per_sample import DenseGradients, finite_outputs
-from skfairdp.global_scaling import GlobalScalingProblem, scaling_weights
 from skfairdp.privacy import RandomSource
-from skfairdp.raco import soft_histogram
+from skfairdp.raco.estimator import soft_histogram
 
 F32_MAX = float(np.finfo(np.float32).max)
 # float32 rounding of a sum of B rows, each within C: a relative slack far below any

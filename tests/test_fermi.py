@@ -13,10 +13,10 @@ from sklearn.base import clone
 from torch import nn
 from torch.nn import functional as F
 
-import skfairdp._private_fit
-import skfairdp.fermi as fermi
+import skfairdp._fit.template
+import skfairdp.fermi.estimator as fermi
 from skfairdp import ermi
-from skfairdp.fermi import DPFermiClassifier, ErmiProblem
+from skfairdp.fermi.estimator import DPFermiClassifier, ErmiProblem
 from skfairdp.metrics import demographic_parity_violation
 from skfairdp.privacy import epsilon_spent, resolve_delta
 

@@ -18,16 +18,16 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 
-from skfairdp._dpsgd import split_noise_multiplier, step_events
-from skfairdp.engine import NoiseConfig, train
-from skfairdp.engine.clipping import clipped_sum
-from skfairdp.engine.per_sample import DenseGradients
-from skfairdp.global_scaling import (
+from skfairdp.dpsgd.core import split_noise_multiplier, step_events
+from skfairdp.dpsgd.global_scaling import (
     GlobalScalingDPClassifier,
     GlobalScalingProblem,
     scaling_weights,
     update_z,
 )
+from skfairdp.engine import NoiseConfig, train
+from skfairdp.engine.clipping import clipped_sum
+from skfairdp.engine.per_sample import DenseGradients
 from skfairdp.metrics import demographic_parity_scorer
 from skfairdp.nn import MLPModule
 from skfairdp.privacy import (
@@ -443,7 +443,7 @@ def test_metadata_routing_disabled_is_plain_fit():
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("effective", [0.5, 1.0, 3.0, 10 / 3, 3.4, 9.99, 10.0, 10.89, 40.0])
 def test_auto_count_noise_keeps_the_joint_multiplier(effective):
-    from skfairdp._dpsgd import (
+    from skfairdp.dpsgd.core import (
         auto_count_noise_multiplier,
         joint_noise_multiplier,
         split_auto_noise_multiplier,

@@ -21,9 +21,9 @@ from skfairdp import (
     GlobalScalingDPClassifier,
     RaCODPClassifier,
 )
-from skfairdp._degenerate import DegenerateModelWarning, warn_if_degenerate
-from skfairdp._threads import resolve_n_jobs, torch_threads
-from skfairdp.base import PrivateDiagnosticsWarning
+from skfairdp._fit.base import PrivateDiagnosticsWarning
+from skfairdp._fit.degenerate import DegenerateModelWarning, warn_if_degenerate
+from skfairdp._fit.threads import resolve_n_jobs, torch_threads
 from skfairdp.privacy import epsilon_spent
 from skfairdp.privacy.accountant import quiet_accounting
 from skfairdp.privacy.analytic import gaussian_delta, gaussian_noise_multiplier

@@ -22,13 +22,13 @@ from sklearn.pipeline import make_pipeline
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skfairdp import DPSGDClassifier
-from skfairdp._planning import plans_by_size
+from skfairdp._fit.planning import plans_by_size
 from skfairdp.metrics import (
     demographic_parity_violation,
     equal_opportunity_violation,
     equalized_odds_violation,
 )
-from skfairdp.model_selection import (
+from skfairdp.model_selection.search import (
     PrivateSearchCV,
     _noisy_statistics,
     _selection_key,
@@ -36,7 +36,7 @@ from skfairdp.model_selection import (
     n_runs_pmf,
     run_distribution_shape,
 )
-from skfairdp.preprocessing import DPStandardScaler
+from skfairdp.preprocessing.transformers import DPStandardScaler
 from skfairdp.privacy import (
     RandomSource,
     calibrate_noise_multiplier,
@@ -146,7 +146,7 @@ def test_candidates_with_different_events(data):
 
 
 def _crossing_curves_dominate():
-    from skfairdp.model_selection import _cover
+    from skfairdp.model_selection.search import _cover
     from skfairdp.privacy.accountant import _rdp_of
 
     a = dp_accounting.GaussianDpEvent(1.0)

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skfairdp._planning import planned_fit_event
-from skfairdp.preprocessing import (
+from skfairdp._fit.planning import planned_fit_event
+from skfairdp.preprocessing.transformers import (
     DPOneHotEncoder,
     DPStandardScaler,
     category_counts,

@@ -20,11 +20,11 @@ from conftest import make_biased_data
 from scipy import stats
 from torch import nn
 
-import skfairdp._fermi_core as fermi_core
+import skfairdp.fermi.problem as fermi_core
 from skfairdp.engine import NoiseConfig, train
-from skfairdp.fermi import DPFermiClassifier, ErmiProblem
+from skfairdp.fermi.estimator import DPFermiClassifier, ErmiProblem
 from skfairdp.privacy import RandomSource
-from skfairdp.raco import RaCODPClassifier, RacoProblem
+from skfairdp.raco.estimator import RaCODPClassifier, RacoProblem
 
 # These fits are run for their noise and clipping, not their accuracy (tiny data, large
 # noise or step sizes): a warning that the fitted model is degenerate is expected here.

@@ -18,8 +18,9 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 
-import skfairdp.raco as raco
+import skfairdp.raco.estimator as raco
 from skfairdp.engine import PerSampleGradients, clipped_sum
+from skfairdp.engine.iterates import load_flat_parameters
 from skfairdp.fairness.rates import (
     Cells,
     DemographicParity,
@@ -28,11 +29,10 @@ from skfairdp.fairness.rates import (
     compile_rate_constraints,
 )
 from skfairdp.fermi import DPFermiClassifier
-from skfairdp.iterates import load_flat_parameters
 from skfairdp.metrics import demographic_parity_violation
 from skfairdp.privacy import RandomSource, epsilon_spent
 from skfairdp.privacy.joint import joint_epsilon, joint_sampled_event
-from skfairdp.raco import RaCODPClassifier, RacoProblem
+from skfairdp.raco.estimator import RaCODPClassifier, RacoProblem
 
 ADD_REMOVE = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 

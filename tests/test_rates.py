@@ -17,7 +17,7 @@ from skfairdp.fairness.rates import (
     resolve_constraints,
     subset_rates,
 )
-from skfairdp.raco import soft_histogram
+from skfairdp.raco.estimator import soft_histogram
 
 
 def _soft(n, k, seed):

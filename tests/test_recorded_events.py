@@ -21,9 +21,9 @@ import torch
 from conftest import make_biased_data
 from torch import nn
 
+import skfairdp.dpsgd.global_scaling as global_scaling
 import skfairdp.engine.step as step
-import skfairdp.fermi as fermi
-import skfairdp.global_scaling as global_scaling
+import skfairdp.fermi.estimator as fermi
 import skfairdp.privacy.sampling as sampling
 from skfairdp import DPFermiClassifier, GlobalScalingDPClassifier, RaCODPClassifier
 from skfairdp.baselines import DPSGDFClassifier, FairLensClassifier
@@ -40,7 +40,7 @@ from skfairdp.privacy import (
     sampled_gaussian_steps_event,
 )
 from skfairdp.privacy.joint import joint_sampled_event
-from skfairdp.raco import RacoProblem
+from skfairdp.raco.estimator import RacoProblem
 
 G, L = dp_accounting.GaussianDpEvent, dp_accounting.LaplaceDpEvent
 PS, SC = dp_accounting.PoissonSampledDpEvent, dp_accounting.SelfComposedDpEvent

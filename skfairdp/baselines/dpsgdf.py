@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._dpsgd import ACCOUNTING_ALIAS, CrossEntropyProblem, NoisySGDClassifierBase
-from ..base import declare_parameters
+from .._fit.base import declare_parameters
+from ..dpsgd.core import CrossEntropyProblem, NoisySGDClassifierBase
 from ..privacy import EventRecorder, noisy_histogram
 
 
@@ -143,14 +143,6 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
     optimizer, callbacks, random_state, secure_mode, device, n_jobs,
     record_private_diagnostics, verbose, **kwargs
         As :class:`~skfairdp.GlobalScalingDPClassifier`.
-    accounting : {"joint", "composed"}, default="deprecated"
-        Former name of ``calibration``: ``"joint"`` is ``"accountant"``,
-        ``"composed"`` is ``"paper"``.
-
-        .. deprecated:: 0.1
-            ``accounting`` was renamed ``calibration`` in 0.1 and will be removed
-            in 0.2.
-
     Attributes
     ----------
     group_clip_history_ : ndarray of shape (n_steps, n_groups)
@@ -168,7 +160,6 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
         "activation",
         "sensitive_values",
         defaults={"lr": 0.1, "hidden_layer_sizes": (256, 256)},
-        deprecated={"accounting": ACCOUNTING_ALIAS},
     )
 
     def _encode_groups(self, sensitive_features, n_samples):

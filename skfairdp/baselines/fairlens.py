@@ -33,8 +33,8 @@ import torch
 from sklearn.utils._param_validation import Interval
 from torch.func import functional_call, grad, vmap
 
-from .._dpsgd import CrossEntropyProblem, NoisySGDClassifierBase
-from ..base import Param, declare_parameters
+from .._fit.base import Param, declare_parameters
+from ..dpsgd.core import CrossEntropyProblem, NoisySGDClassifierBase
 from ..engine import clipped_total
 from ..engine.per_sample import finite_outputs
 

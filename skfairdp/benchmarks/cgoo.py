@@ -37,7 +37,7 @@ def _expgrad(bound: float, seed: int):
 
 def tasks(quick: bool, seeds: Sequence[int]) -> list[Task]:
     """The fits of the benchmark."""
-    from ..logistic import DPSGDClassifier
+    from ..dpsgd import DPSGDClassifier
     from ..reductions import CGOOReduction
 
     grid = QUICK if quick else FULL

@@ -41,7 +41,7 @@ METHODS = ("non-private", "DPSGD", "DPSGD-F", "DPSGD-Global", "DPSGD-Global-Adap
 
 def _make(method: str, seed: int, grid: dict[str, Any]):
     from ..baselines import DPSGDFClassifier
-    from ..global_scaling import GlobalScalingDPClassifier
+    from ..dpsgd.global_scaling import GlobalScalingDPClassifier
 
     common = dict(
         hidden_layer_sizes=grid["hidden"], activation="tanh", batch_size=256,

@@ -20,16 +20,16 @@ import torch
 from sklearn.utils import metadata_routing
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._fermi_core import (
+from .._fit.base import POSITIVE, Param, PrivateClassifierBase, declare_parameters
+from .._fit.threads import torch_threads
+from ..fairness import check_priors_against_rho
+from ..fermi.problem import (
     FAIRNESS_NOTIONS,
     auto_batch_size,
     auto_dual_step,
     auto_max_epochs,
     auto_max_grad_norm,
 )
-from .._threads import torch_threads
-from ..base import POSITIVE, Param, PrivateClassifierBase, declare_parameters
-from ..fairness import check_priors_against_rho
 from ..privacy import RandomSource
 from . import objective
 from .local import run_local

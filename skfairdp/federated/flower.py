@@ -45,7 +45,7 @@ from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
-from .._fermi_core import auto_dual_step
+from ..fermi.problem import auto_dual_step
 from ..nn import build_module
 from . import objective
 from .server import Server, aggregation_weights

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import torch
 
-from .._fermi_core import DUAL_BOUND_MARGIN, ErmiProblem, objective_scales
+from ..fermi.problem import DUAL_BOUND_MARGIN, ErmiProblem, objective_scales
 
 __all__ = [
     "HISTOGRAM_CELLS",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._fermi_core import TailAverage
+from ..fermi.problem import TailAverage
 from . import objective
 from .silo import REPLY_KEYS
 

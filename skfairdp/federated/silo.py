@@ -25,7 +25,7 @@ import dp_accounting
 import numpy as np
 import torch
 
-from .._fermi_core import DUAL_NOISE_RATIO, GROUP_PRIOR_BUDGET_SHARE, w_clip_norm
+from ..fermi.problem import DUAL_NOISE_RATIO, GROUP_PRIOR_BUDGET_SHARE, w_clip_norm
 from ..privacy import (
     EventRecorder,
     PoissonSampler,

@@ -188,7 +188,7 @@ def _releases(obj, X, y, groups):
     from sklearn.model_selection._search import BaseSearchCV
     from sklearn.pipeline import Pipeline
 
-    from .._planning import is_stateless
+    from .._fit.planning import is_stateless
 
     if isinstance(obj, Mapping):
         if "estimator" not in obj:
@@ -264,7 +264,7 @@ def _planned(estimator, n: int):
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
 
-    from .._planning import planned_delta, planned_fit_event
+    from .._fit.planning import planned_delta, planned_fit_event
 
     if isinstance(estimator, Pipeline):
         for _, step in estimator.steps:

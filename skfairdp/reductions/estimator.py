@@ -32,9 +32,9 @@ from sklearn.utils._tags import RegressorTags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .._degenerate import DegenerateModelWarning
-from .._schedule import min_steps_epochs, power_of_two_batch_size, reduction_iterations
-from .._validation import check_X, check_y, check_y_numeric, densify
+from .._fit.degenerate import DegenerateModelWarning
+from .._fit.schedules import min_steps_epochs, power_of_two_batch_size, reduction_iterations
+from .._fit.validation import check_X, check_y, check_y_numeric, densify
 from ..fairness import encode_sensitive_features
 from ..oracle import executed_event, spawn_oracle
 from ..privacy import RandomSource, epsilon_spent, noisy_histogram, resolve_delta
@@ -402,7 +402,7 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """The oracle: ``estimator``, or the default oracle scheduled for ``n_samples`` rows."""
         if self.estimator is not None:
             return self.estimator
-        from ..logistic import DPSGDClassifier
+        from ..dpsgd import DPSGDClassifier
 
         if n_samples is None:  # only its type is needed (regression or not)
             return DPSGDClassifier(**DEFAULT_ORACLE_PARAMS)

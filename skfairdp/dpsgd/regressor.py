@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from sklearn.utils import metadata_routing
 
-from ._dpsgd import ActivationModuleMixin
-from .base import PrivateRegressorBase, declare_parameters
+from .._fit.base import PrivateRegressorBase, declare_parameters
+from .core import ActivationModuleMixin
 
 __all__ = ["DPSGDRegressor", "SquaredErrorProblem"]
 

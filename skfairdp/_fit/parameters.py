@@ -16,24 +16,13 @@ The signature: the estimator's ``positional`` own parameters first, then
 keyword-only ones (as in scikit-learn since SLEP009): the privacy target, the
 estimator's other own parameters, the shared ones, then training, model and
 execution. ``**kwargs`` routes skorch-style ``module__*`` / ``optimizer__*``.
-
-Renamed parameters (:class:`Deprecated`): the old name stays in the signature
-for one release, keyword-only and last, with default ``"deprecated"`` (so
-``get_params``, ``clone`` and ``GridSearchCV`` see it, sklearn's convention), and
-its constraints are ``Hidden(StrOptions({"deprecated"}))`` plus its old valid
-values. A fit first warns (``FutureWarning``) about each old name that is set,
-refusing one whose new name is set too (:meth:`ParameterDeclaration.check_deprecated`);
-estimator code reads the value in effect through
-:meth:`ParameterDeclaration.effective` (``estimator._param(name)``), never the old
-attribute.
 """
 
 from __future__ import annotations
 
 import inspect
-import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any, NamedTuple
 
@@ -41,16 +30,14 @@ import numpy as np
 import torch
 from sklearn.utils._param_validation import (
     HasMethods,
-    Hidden,
     Interval,
     Options,
     StrOptions,
-    make_constraint,
 )
 
-from ._validation import HiddenLayerSizes, TorchDevice
-from .nn import ACTIVATIONS
-from .privacy.accountant import ACCOUNTANTS, PRIVACY_UNITS
+from ..nn import ACTIVATIONS
+from ..privacy.accountant import ACCOUNTANTS, PRIVACY_UNITS
+from .validation import HiddenLayerSizes, TorchDevice
 
 #: Constraint of a positive real (``> 0``).
 POSITIVE = Interval(Real, 0, None, closed="neither")
@@ -150,120 +137,17 @@ def parameter_constraints(*shared: str, own: dict | None = None) -> dict:
     }
 
 
-#: Default of a deprecated parameter name in ``__init__``: the old name is not set.
-DEPRECATED = "deprecated"
-#: The release that removes the names deprecated in this one (``__version__`` 0.1.x).
-REMOVED_IN = "0.2"
-
-
-def _is_set(value) -> bool:
-    """Whether a deprecated name was given (its value is not the ``"deprecated"`` marker)."""
-    return not (isinstance(value, str) and value == DEPRECATED)
-
-
-def _is_default(value, default) -> bool:
-    if value is default:
-        return True
-    try:
-        return bool(value == default)
-    except (TypeError, ValueError):  # e.g. an array against a scalar
-        return False
-
-
-@dataclass(frozen=True)
-class Deprecated:
-    """A deprecated parameter name: an alias of ``new`` until release ``removed_in``.
-
-    Parameters
-    ----------
-    new : str
-        The parameter that replaces it (a parameter of the same estimator).
-    values : mapping, optional
-        Old value -> new value where the old name took other values (e.g.
-        ``{"joint": "accountant", "composed": "paper"}``); its keys are then the
-        old name's valid values. ``None``: the same values as ``new``, unchanged.
-    removed_in : str, default=REMOVED_IN
-        The release without the old name (in the warning).
-    """
-
-    new: str
-    values: Mapping[str, Any] | None = None
-    removed_in: str = REMOVED_IN
-
-    def constraints(self, new_constraints: list) -> list:
-        """The old name's constraints: the hidden ``"deprecated"`` marker, then its valid values."""
-        valid = list(new_constraints) if self.values is None else [StrOptions(set(self.values))]
-        return [Hidden(StrOptions({DEPRECATED})), *valid]
-
-    def translate(self, value):
-        """The value of ``new`` that the old name's ``value`` means."""
-        return value if self.values is None else self.values[value]
-
-
 @dataclass(frozen=True)
 class ParameterDeclaration:
     """An estimator's parameters: ``defaults`` in signature order, constraints, positional ones.
 
-    Made by :func:`declare_parameters`; :class:`~skfairdp.base.PrivateClassifierBase`
-    builds ``_parameter_constraints`` and ``__init__`` from it. ``deprecated`` maps
-    each deprecated name (also in ``defaults``, with default ``"deprecated"``) to its
-    :class:`Deprecated`.
+    Made by :func:`declare_parameters`; :class:`~skfairdp._fit.base.PrivateEstimatorBase`
+    builds ``_parameter_constraints`` from it.
     """
 
     defaults: Mapping[str, Any]
     constraints: Mapping[str, list]
     positional: tuple[str, ...]
-    deprecated: Mapping[str, Deprecated] = field(default_factory=dict)
-
-    def effective(self, estimator, name: str):
-        """The value parameter ``name`` takes in a fit of ``estimator``.
-
-        That of a deprecated name of it when one is set (translated to ``name``'s
-        values), else ``estimator``'s attribute ``name``. Estimator code reads
-        every renamed parameter through this (``estimator._param(name)``).
-        """
-        for old, alias in self.deprecated.items():
-            if alias.new == name:
-                value = getattr(estimator, old)
-                if _is_set(value):
-                    return alias.translate(value)
-        return getattr(estimator, name)
-
-    def check_deprecated(self, estimator, stacklevel: int = 2) -> None:
-        """Warn about each deprecated name ``estimator`` has set; refuse it with its new name.
-
-        Raises
-        ------
-        ValueError
-            When a deprecated name is set and its new name has a non-default value
-            too (which one should win is ambiguous).
-
-        Warns
-        -----
-        FutureWarning
-            For each deprecated name that is set: its new name and value, and the
-            release that removes it. ``stacklevel`` as in :func:`warnings.warn`,
-            counted from the caller of this method.
-        """
-        owner = type(estimator).__name__
-        for old, alias in self.deprecated.items():
-            value = getattr(estimator, old)
-            if not _is_set(value):
-                continue
-            current = getattr(estimator, alias.new)
-            if not _is_default(current, self.defaults[alias.new]):
-                raise ValueError(
-                    f"{owner}: both {old}={value!r} and {alias.new}={current!r} are set, but "
-                    f"{old!r} is the deprecated name of {alias.new!r}; set only "
-                    f"{alias.new}={alias.translate(value)!r}."
-                )
-            warnings.warn(
-                f"{owner}({old}={value!r}): {old!r} was renamed {alias.new!r} and is "
-                f"deprecated; it will be removed in {alias.removed_in}. Use "
-                f"{alias.new}={alias.translate(value)!r} instead.",
-                FutureWarning,
-                stacklevel=stacklevel + 1,
-            )
 
     def signature(self) -> inspect.Signature:
         """The ``__init__`` signature (``self`` first, ``**kwargs`` last)."""
@@ -301,7 +185,6 @@ def declare_parameters(
     own: dict[str, Param] | None = None,
     defaults: dict[str, Any] | None = None,
     positional: tuple[str, ...] = (),
-    deprecated: dict[str, Deprecated] | None = None,
     also_accept: dict[str, list] | None = None,
 ) -> ParameterDeclaration:
     """Declare an estimator's parameters (set it as the class attribute ``_parameters``).
@@ -318,10 +201,6 @@ def declare_parameters(
     positional : tuple of str, default=()
         Own parameters that may be passed by position (the first ones of
         ``own``, e.g. the fairness notion); every other parameter is keyword-only.
-    deprecated : dict of str to Deprecated, optional
-        Former names of the estimator's parameters, kept for one release: each is
-        keyword-only, last in the signature, with default ``"deprecated"``, and
-        constrained by :meth:`Deprecated.constraints`.
     also_accept : dict of str to list, optional
         More valid values of common or shared parameters for this estimator, as
         constraints added to theirs (e.g. ``{"batch_size": [StrOptions({"auto"})]}``
@@ -354,21 +233,4 @@ def declare_parameters(
     table = {**_COMMON, **_SHARED, **own}
     values = {name: table[name].default for name in order}
     values.update(defaults or {})
-    deprecated = dict(deprecated or {})
-    for old, alias in deprecated.items():
-        if old in constraints:
-            raise ValueError(f"deprecated name {old!r} is still a parameter of the estimator")
-        if alias.new not in constraints:
-            raise ValueError(f"deprecated {old!r} renames {alias.new!r}, not a parameter")
-        if alias.values is not None:
-            new_valid = [make_constraint(c) for c in constraints[alias.new]]
-            bad = [
-                v for v in alias.values.values() if not any(c.is_satisfied_by(v) for c in new_valid)
-            ]
-            if bad:
-                raise ValueError(f"deprecated {old!r} maps to invalid {alias.new} values {bad}")
-    constraints.update(
-        {old: alias.constraints(constraints[alias.new]) for old, alias in deprecated.items()}
-    )
-    values.update(dict.fromkeys(deprecated, DEPRECATED))
-    return ParameterDeclaration(values, constraints, tuple(positional), deprecated)
+    return ParameterDeclaration(values, constraints, tuple(positional))

@@ -40,8 +40,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_X, densify
-from .base import (
+from .._fit.base import (
     NON_NEGATIVE,
     POSITIVE,
     NoisePlan,
@@ -49,9 +48,10 @@ from .base import (
     PrivateClassifierBase,
     declare_parameters,
 )
-from .fairness.rates import CONSTRAINT_NAMES, compile_rate_constraints, resolve_constraints
-from .iterates import IterateTrack, iterate_outputs, load_flat_parameters
-from .privacy import (
+from .._fit.validation import check_X, densify
+from ..engine.iterates import IterateTrack, iterate_outputs, load_flat_parameters
+from ..fairness.rates import CONSTRAINT_NAMES, compile_rate_constraints, resolve_constraints
+from ..privacy import (
     EventRecorder,
     RandomSource,
     calibration,
@@ -61,9 +61,9 @@ from .privacy import (
     resolve_delta,
     sampled_gaussian_steps_event,
 )
-from .privacy.events import compose
-from .privacy.joint import joint_sampled_event
-from .privacy.mechanisms import laplace_noise  # noqa: F401  (re-exported: raco.laplace_noise)
+from ..privacy.events import compose
+from ..privacy.joint import joint_sampled_event
+from ..privacy.mechanisms import laplace_noise  # noqa: F401  (re-exported: raco.laplace_noise)
 
 # "auto" histogram noise: its multiplier is this many times the gradient's. The
 # histogram is a Q x K statistic whose noise the dual step averages over many
@@ -688,14 +688,14 @@ class RaCODPClassifier(PrivateClassifierBase):
 
     def _make_problem(self, ctx, plan):
         program = self.rate_program_
-        dual_bound = self._param("dual_bound")
+        dual_bound = self.dual_bound
         steps = ctx.planned_steps if plan.steps is None else min(plan.steps, ctx.planned_steps)
         problem = RacoProblem(
             membership=torch.as_tensor(program.membership, device=ctx.device),
             coefficients=torch.as_tensor(program.coefficients, device=ctx.device),
             bounds=torch.as_tensor(program.bounds, device=ctx.device),
             temperature=self.temperature,
-            lr_dual=None if self._param("lr_dual") == "auto" else self._param("lr_dual"),
+            lr_dual=None if self.lr_dual == "auto" else self.lr_dual,
             dual_bound=None if dual_bound is None else float(dual_bound),
             histogram_noise=self.histogram_noise if ctx.private else None,
             histogram_scale=plan.statistics,
@@ -889,10 +889,7 @@ class RaCODPClassifier(PrivateClassifierBase):
         self.paper_epsilon_ = epsilon_spent(
             ctx.recorder.build("separate"), ctx.delta, accountant="pld"
         ).epsilon
-        if (
-            self._param("calibration") == "paper"
-            and self.privacy_spent_.epsilon > self.epsilon * 1.001
-        ):
+        if self.calibration == "paper" and self.privacy_spent_.epsilon > self.epsilon * 1.001:
             warnings.warn(
                 f"calibration='paper' met epsilon={self.epsilon:g} by the authors' separate "
                 f"composition; the sound (joint) accountant says this run spent "
@@ -940,13 +937,13 @@ class RaCODPClassifier(PrivateClassifierBase):
         self, gradient_multiplier: float, statistics_multiplier: float, q: float, steps: int
     ):
         """The event calibration plans with: sound, or the authors' (``calibration="paper"``)."""
-        if self._param("calibration") == "paper":
+        if self.calibration == "paper":
             return self._paper_event(gradient_multiplier, statistics_multiplier, q, steps)
         return self._event(gradient_multiplier, statistics_multiplier, q, steps)
 
     def _calibration_options(self) -> dict:
         # the authors' accounting is PLD; the sound one uses the chosen accountant
-        return {"accountant": "pld" if self._param("calibration") == "paper" else self.accountant}
+        return {"accountant": "pld" if self.calibration == "paper" else self.accountant}
 
     def _spent(self, gradient_multiplier, statistics_multiplier, q, steps, delta) -> float:
         event = self._planned_event(gradient_multiplier, statistics_multiplier, q, steps)
@@ -971,7 +968,7 @@ class RaCODPClassifier(PrivateClassifierBase):
                 )
         simple = (
             self.histogram_noise == "gaussian"
-            and self._param("calibration") == "accountant"
+            and self.calibration == "accountant"
             and not fixed_hist
         )
         if simple:  # one Gaussian per step: calibrate the joint multiplier, then split it

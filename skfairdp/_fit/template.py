@@ -16,13 +16,9 @@ import dp_accounting
 import numpy as np
 import torch
 
-from ._degenerate import warn_if_degenerate
-from ._fit_context import FitContext, NoisePlan
-from ._threads import torch_threads
-from ._validation import check_sample_weight
-from .engine import NoiseConfig, train
-from .fairness import encode_sensitive_features
-from .privacy import (
+from ..engine import NoiseConfig, train
+from ..fairness import encode_sensitive_features
+from ..privacy import (
     EventRecorder,
     PoissonSampler,
     RandomSource,
@@ -31,8 +27,12 @@ from .privacy import (
     resolve_delta,
     sampled_gaussian_steps_event,
 )
-from .privacy.accountant import epsilon_history
-from .privacy.sampling import CappedSampler
+from ..privacy.accountant import epsilon_history
+from ..privacy.sampling import CappedSampler
+from .context import FitContext, NoisePlan
+from .degenerate import warn_if_degenerate
+from .threads import torch_threads
+from .validation import check_sample_weight
 
 __all__ = ["PrivateDiagnosticsWarning", "PrivateFitMixin"]
 
@@ -75,7 +75,7 @@ class PrivateFitMixin:
     def _private_fit(self, X, y, sensitive_features=None, sample_weight=None):
         """The template of every fit (torch threads from ``n_jobs``, degenerate-model check).
 
-        validate parameters (warn about deprecated names) and data -> encode
+        validate parameters and data -> encode
         groups -> resolve delta, device, random source, sampler (Poisson when
         private) -> up-front releases -> calibrate the noise -> build module and
         optimizer (initialised from the random source) -> the problem -> train
@@ -90,9 +90,6 @@ class PrivateFitMixin:
 
     def _fit_template(self, X, y, sensitive_features, sample_weight):
         self._validate_params()
-        # deprecated parameter names: FutureWarning, or an error when the new name is set too
-        # (stacklevel 4: _fit_template -> _private_fit -> fit -> user)
-        self._parameters.check_deprecated(self, stacklevel=4)
         if math.isinf(self.epsilon) and self.noise_multiplier is not None:
             raise ValueError(
                 "noise_multiplier is set but epsilon=inf (non-private training adds no noise); "

@@ -10,8 +10,7 @@ the same batch, and the activation of the default MLP.
 
 Accounting of a step that releases a gradient sum (multiplier ``z1``) and a
 count (multiplier ``z2``) computed on the same Poisson batch, by the parameter
-``calibration`` (formerly ``accounting``, whose ``"joint"`` and ``"composed"``
-are ``"accountant"`` and ``"paper"``; deprecated, see :data:`ACCOUNTING_ALIAS`):
+``calibration``:
 
 ``"accountant"`` (sound, default)
     one sampled Gaussian mechanism with ``z_eff = (z1^-2 + z2^-2)^(-1/2)``;
@@ -30,22 +29,18 @@ import warnings
 import dp_accounting
 import torch
 
-from .base import Deprecated, FitContext, NoisePlan, PrivateClassifierBase
-from .nn import build_module
-from .privacy import (
+from .._fit.base import FitContext, NoisePlan, PrivateClassifierBase
+from ..nn import build_module
+from ..privacy import (
     calibration,
     epsilon_spent,
     joint_noise_multiplier,
     sampled_gaussian_steps_event,
 )
-from .privacy.events import compose
+from ..privacy.events import compose
 
 #: Values of ``calibration`` (the shared parameter's options).
 CALIBRATIONS = ("accountant", "paper")
-#: ``accounting``, the DP-SGD family's former name of ``calibration`` (removed in 0.2).
-ACCOUNTING_ALIAS = Deprecated(
-    new="calibration", values={"joint": "accountant", "composed": "paper"}
-)
 
 
 def step_events(
@@ -205,7 +200,7 @@ class NoisySGDClassifierBase(ActivationModuleMixin, PrivateClassifierBase):
         """``calibration`` in effect (``"accountant"`` for an estimator without it)."""
         if "calibration" not in self._parameters.defaults:
             return "accountant"
-        return self._param("calibration")
+        return self.calibration
 
     def _recorded_view(self) -> str:
         # "paper": the papers' view of a step (gradient and count as if independent)

@@ -14,9 +14,9 @@ from __future__ import annotations
 from sklearn.utils import metadata_routing
 from sklearn.utils._param_validation import StrOptions
 
-from ._dpsgd import CrossEntropyProblem, NoisySGDClassifierBase
-from ._schedule import min_steps_epochs, power_of_two_batch_size
-from .base import declare_parameters
+from .._fit.base import declare_parameters
+from .._fit.schedules import min_steps_epochs, power_of_two_batch_size
+from .core import CrossEntropyProblem, NoisySGDClassifierBase
 
 __all__ = ["DPSGDClassifier", "auto_batch_size", "auto_max_epochs"]
 

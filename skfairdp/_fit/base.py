@@ -18,26 +18,24 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted
 
-from ._fit_context import FitContext, NoisePlan
-from ._parameters import (
+from ..nn import build_module
+from .context import FitContext, NoisePlan
+from .parameters import (
     COMMON_CONSTRAINTS,
     NON_NEGATIVE,
     POSITIVE,
     SHARED_CONSTRAINTS,
-    Deprecated,
     Param,
     ParameterDeclaration,
     declare_parameters,
     parameter_constraints,
 )
-from ._private_fit import PrivateDiagnosticsWarning, PrivateFitMixin
-from ._validation import check_X, check_y, check_y_numeric, densify
-from .nn import build_module
+from .template import PrivateDiagnosticsWarning, PrivateFitMixin
+from .validation import check_X, check_y, check_y_numeric, densify
 
 __all__ = [
     "COMMON_CONSTRAINTS",
     "SHARED_CONSTRAINTS",
-    "Deprecated",
     "FitContext",
     "NON_NEGATIVE",
     "NoisePlan",
@@ -66,10 +64,7 @@ class PrivateEstimatorBase(PrivateFitMixin, BaseEstimator):
     estimator declares exactly its own parameters, never inheriting a constraint
     for one it lacks). Keyword arguments ``module__*``/``optimizer__*`` are
     stored too and visible to ``get_params``/``set_params``, so ``GridSearchCV``
-    can tune the architecture, as in skorch. A renamed parameter keeps its old
-    name for one release (:class:`~skfairdp._parameters.Deprecated`): ``fit``
-    warns when it is set, and estimator code reads the value in effect with
-    :meth:`_param`, never the old attribute.
+    can tune the architecture, as in skorch.
 
     **Fit.** :meth:`fit` runs :meth:`_private_fit`, the one template of every
     estimator. A subclass fills in:
@@ -108,14 +103,6 @@ class PrivateEstimatorBase(PrivateFitMixin, BaseEstimator):
         if declaration is not None:
             cls._parameter_constraints = dict(declaration.constraints)
             cls.__init__ = declaration.make_init(cls)
-
-    def _param(self, name: str):
-        """The value parameter ``name`` takes in a fit (a set deprecated alias's, translated).
-
-        Read every parameter that has (or had) another name through this, never
-        the deprecated attribute: see :meth:`ParameterDeclaration.effective`.
-        """
-        return self._parameters.effective(self, name)
 
     # -- skorch-style prefixed parameters ---------------------------------
     def _store_prefixed(self, kwargs: dict) -> None:

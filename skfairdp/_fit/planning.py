@@ -40,7 +40,7 @@ from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 
-from .privacy.events import compose
+from ..privacy.events import compose
 
 __all__ = ["is_stateless", "planned_fit_event", "plans_by_size"]
 
@@ -95,7 +95,7 @@ def planned_fit_event(estimator, n_samples: int) -> dp_accounting.DpEvent:
     planner = getattr(estimator, "planned_event", None)
     if planner is not None and getattr(planner, "_plans_by_size", False):
         return planner(n)
-    from ._private_fit import PrivateFitMixin  # the fit template imports skfairdp.privacy
+    from .template import PrivateFitMixin  # the fit template imports skfairdp.privacy
 
     if isinstance(estimator, PrivateFitMixin):
         return _dry_run(estimator, n)
@@ -104,7 +104,7 @@ def planned_fit_event(estimator, n_samples: int) -> dp_accounting.DpEvent:
 
 def planned_delta(estimator, n_samples: int) -> float | None:
     """The delta a fit of ``estimator`` on ``n_samples`` rows would target (None if none)."""
-    from .privacy import resolve_delta
+    from ..privacy import resolve_delta
 
     if isinstance(estimator, (Pipeline, ColumnTransformer)):
         steps = (
@@ -128,9 +128,8 @@ def _dry_run(estimator, n: int) -> dp_accounting.DpEvent:
     """The fit template up to its noise plan, on ``n`` placeholder rows; no training."""
     est = clone(estimator)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # deprecated names, small-group notes, delta >= 1/n
+        warnings.simplefilter("ignore")  # small-group notes, delta >= 1/n
         est._validate_params()
-        est._parameters.check_deprecated(est, stacklevel=2)
         if math.isinf(est.epsilon):
             return dp_accounting.NonPrivateDpEvent()
         est._check_params()

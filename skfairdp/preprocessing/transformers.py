@@ -41,8 +41,8 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._planning import plans_by_size
-from .privacy import (
+from .._fit.planning import plans_by_size
+from ..privacy import (
     EventRecorder,
     PrivacySpent,
     RandomSource,
@@ -198,7 +198,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, _PrivateStep):
     Examples
     --------
     >>> import numpy as np
-    >>> from skfairdp.preprocessing import DPStandardScaler
+    >>> from skfairdp.preprocessing.transformers import DPStandardScaler
     >>> X = np.array([[20.0], [40.0], [60.0]])
     >>> DPStandardScaler(bounds=(0, 100)).fit_transform(X).ravel()
     array([-0.6, -0.2,  0.2])
@@ -325,7 +325,7 @@ class DPOneHotEncoder(TransformerMixin, _PrivateStep):
 
     Examples
     --------
-    >>> from skfairdp.preprocessing import DPOneHotEncoder
+    >>> from skfairdp.preprocessing.transformers import DPOneHotEncoder
     >>> enc = DPOneHotEncoder(categories=[["a", "b", "c"]]).fit([["a"], ["c"]])
     >>> enc.transform([["c"], ["z"]])
     array([[0., 0., 1.],

@@ -18,7 +18,19 @@ import torch
 from dp_accounting import NoOpDpEvent
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._fermi_core import (  # noqa: F401 (also the names that lived here, re-exported)
+from .._fit.base import (
+    POSITIVE,
+    NoisePlan,
+    Param,
+    PrivateClassifierBase,
+    declare_parameters,
+)
+from ..fairness import check_priors_against_rho
+from ..privacy import gaussian_release_event, joint_noise_multiplier, noisy_histogram
+from ..privacy.accountant import PLD_DISCRETIZATION, resolve_accountant
+from ..privacy.analytic import gaussian_noise_multiplier
+from ..privacy.closed_form import theorem_3_3_preconditions, theorem_3_3_sigmas
+from .problem import (  # noqa: F401 (also the names that lived here, re-exported)
     AUTO_LR_DUAL_FRACTION,
     AVERAGE_TAIL,
     BATCH_FRACTION_INV,
@@ -50,19 +62,6 @@ from ._fermi_core import (  # noqa: F401 (also the names that lived here, re-exp
     shrunk_best_response,
     w_clip_norm,
 )
-from .base import (
-    POSITIVE,
-    Deprecated,
-    NoisePlan,
-    Param,
-    PrivateClassifierBase,
-    declare_parameters,
-)
-from .fairness import check_priors_against_rho
-from .privacy import gaussian_release_event, joint_noise_multiplier, noisy_histogram
-from .privacy.accountant import PLD_DISCRETIZATION, resolve_accountant
-from .privacy.analytic import gaussian_noise_multiplier
-from .privacy.closed_form import theorem_3_3_preconditions, theorem_3_3_sigmas
 
 
 class DPFermiClassifier(PrivateClassifierBase):
@@ -190,16 +189,6 @@ class DPFermiClassifier(PrivateClassifierBase):
         and the model should then not be shipped with its history.
     verbose : int, default=0
         1: progress bar over epochs; 2: also over steps.
-    w_radius : "auto" or float, default="deprecated"
-        Former name of ``dual_bound``.
-
-        .. deprecated:: 0.1
-            ``w_radius`` was renamed ``dual_bound`` in 0.1 and will be removed in 0.2.
-    lr_w : "auto" or float, default="deprecated"
-        Former name of ``lr_dual``.
-
-        .. deprecated:: 0.1
-            ``lr_w`` was renamed ``lr_dual`` in 0.1 and will be removed in 0.2.
     **kwargs
         ``module__*`` and ``optimizer__*`` parameters.
 
@@ -262,7 +251,6 @@ class DPFermiClassifier(PrivateClassifierBase):
             "iterate": "average",
         },
         positional=("fairness", "fairness_weight"),
-        deprecated={"w_radius": Deprecated(new="dual_bound"), "lr_w": Deprecated(new="lr_dual")},
         also_accept={
             "batch_size": [StrOptions({"auto"})],
             "max_epochs": [StrOptions({"auto"})],
@@ -296,7 +284,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         return float(self.max_grad_norm)
 
     def _check_params(self) -> None:
-        if self.noise_multiplier is not None and self._param("calibration") == "paper":
+        if self.noise_multiplier is not None and self.calibration == "paper":
             raise ValueError(
                 "noise_multiplier fixes the noise, calibration='paper' derives it from "
                 "Theorem 3.3: set one of them (noise_multiplier=None, or calibration="
@@ -365,7 +353,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         pinv = pinv.to(ctx.device)
         # ||W*[b]||_F <= sqrt(l) * max_r pinv[b, r] for every theta (pinv is public:
         # released noisily or given), and <= sqrt(l / rho) since priors are clamped at rho.
-        dual_bound = self._param("dual_bound")
+        dual_bound = self.dual_bound
         dual_bound = (
             DUAL_BOUND_MARGIN * math.sqrt(n_classes) * float(pinv.max())
             if dual_bound == "auto"
@@ -380,7 +368,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         )
 
     def _calibrate(self, ctx):
-        if self._param("calibration") == "paper":
+        if self.calibration == "paper":
             return self._paper_plan(ctx)
         ratio = DUAL_NOISE_RATIO if self.fairness_weight > 0 else math.inf
         spread = math.sqrt(1.0 + ratio**-2)  # z_theta = z_eff spread when z_w = ratio z_theta
@@ -398,7 +386,7 @@ class DPFermiClassifier(PrivateClassifierBase):
     def _make_problem(self, ctx, plan):
         lam = float(self.fairness_weight)
         released = ctx.released
-        lr_dual = self._param("lr_dual")
+        lr_dual = self.lr_dual
         steps = ctx.planned_steps if plan.steps is None else min(plan.steps, ctx.planned_steps)
         dual_rate, noise_std = None, 0.0
         if lr_dual == "auto":

@@ -14,8 +14,8 @@ import dp_accounting
 import numpy as np
 import torch
 
-from .privacy import EventRecorder, PoissonSampler, RandomSource, ShuffledBatches
-from .privacy.events import compose
+from ..privacy import EventRecorder, PoissonSampler, RandomSource, ShuffledBatches
+from ..privacy.events import compose
 
 __all__ = ["FitContext", "NoisePlan"]
 

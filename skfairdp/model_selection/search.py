@@ -70,15 +70,15 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ._planning import planned_fit_event
-from .fairness import encode_sensitive_features
-from .fairness.metrics import (
+from .._fit.planning import planned_fit_event
+from ..fairness import encode_sensitive_features
+from ..fairness.metrics import (
     demographic_parity_from_counts,
     equal_opportunity_from_counts,
     equalized_odds_from_counts,
     positive_classes,
 )
-from .privacy import (
+from ..privacy import (
     EventRecorder,
     PrivacySpent,
     RandomSource,
@@ -87,9 +87,9 @@ from .privacy import (
     noisy_count,
     resolve_delta,
 )
-from .privacy.accountant import _rdp_of, quiet_accounting
-from .privacy.events import compose
-from .privacy.spent import spent_event
+from ..privacy.accountant import _rdp_of, quiet_accounting
+from ..privacy.events import compose
+from ..privacy.spent import spent_event
 
 __all__ = ["PrivateSearchCV", "draw_n_runs", "n_runs_pmf", "run_distribution_shape"]
 
