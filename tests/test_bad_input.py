@@ -496,7 +496,7 @@ def test_sparse_predict_is_chunked(monkeypatch, dense_private):
     """Sparse X at predict is densified chunk by chunk; chunks do not change the result."""
     est = dense_private["DPFermi"]
     expected = est.predict_proba(SPARSE_X)
-    monkeypatch.setattr(skfairdp.base, "_PREDICT_CHUNK", 7)
+    monkeypatch.setattr(skfairdp._fit.base, "_PREDICT_CHUNK", 7)
     for fmt in ("csr", "csc", "coo"):
         np.testing.assert_array_equal(est.predict_proba(FORMATS[fmt](SPARSE_X)), expected)
 

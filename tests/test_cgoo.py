@@ -286,9 +286,11 @@ def test_planned_event_is_the_recorded_event(weighted):
     )
 
 
-def test_estimators_with_upfront_releases_cannot_plan():
-    with pytest.raises(NotImplementedError, match="releases statistics before training"):
-        DPFermiClassifier().planned_event(1000, noise_multiplier=1.0)
+def test_estimators_with_upfront_releases_plan_them_too():
+    event = DPFermiClassifier().planned_event(1000, noise_multiplier=1.0)
+    histogram, steps = event.events  # the group histogram's release, then the steps
+    assert isinstance(histogram, dp_accounting.GaussianDpEvent)
+    assert isinstance(steps, dp_accounting.SelfComposedDpEvent)
 
 
 @settings(max_examples=40, deadline=None)
@@ -984,7 +986,8 @@ def test_no_small_cell_warning_on_adult():
     [(100, 32, 192), (750, 64, 52), (1494, 128, 52), (3390, 256, 46), (36631, 256, 20)],
 )
 def test_dpsgd_auto_schedule_golden(n, batch, epochs):
-    from skfairdp.dpsgd.classifier import auto_batch_size, auto_max_epochs
+    from skfairdp._fit.schedules import dpsgd_batch_size as auto_batch_size
+    from skfairdp._fit.schedules import dpsgd_max_epochs as auto_max_epochs
 
     assert auto_batch_size(n) == batch
     assert auto_max_epochs(n, batch) == epochs

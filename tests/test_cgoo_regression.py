@@ -444,7 +444,7 @@ def test_clone_get_params_and_pickle(bounded, test_data):
 # =============================================================================
 # DPSGDRegressor, the oracle
 # =============================================================================
-@pytest.mark.filterwarnings("ignore::skfairdp._degenerate.DegenerateModelWarning")
+@pytest.mark.filterwarnings("ignore::skfairdp._fit.degenerate.DegenerateModelWarning")
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 def test_planned_event_is_the_recorded_event(weighted, data_2k):
     X, y, _ = data_2k

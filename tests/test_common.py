@@ -9,7 +9,7 @@ exercise the group paths):
   constraint names a parameter the estimator lacks, and bad values raise sklearn's
   ``InvalidParameterError`` naming the parameter;
 - the structure of ``_parameter_constraints`` (built per estimator by
-  :func:`skfairdp.base.parameter_constraints`, never inherited from a base class).
+  :func:`skfairdp._fit.parameters.parameter_constraints`, never inherited from a base class).
 """
 
 import inspect

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from skfairdp import ermi
+from skfairdp.fermi import ermi
 from skfairdp.metrics import demographic_parity_violation
 
 torch.set_default_dtype(torch.float32)

@@ -25,13 +25,13 @@ from skfairdp import (
     FairLensClassifier,
     GlobalScalingDPClassifier,
     RaCODPClassifier,
-    ermi,
 )
 from skfairdp.baselines.dpsgdf import DPSGDFProblem
 from skfairdp.dpsgd.global_scaling import GlobalScalingProblem, scaling_weights
 from skfairdp.engine import PerSampleGradients, clipped_sum
 from skfairdp.engine.loop import check_finite_parameters
 from skfairdp.engine.per_sample import DenseGradients, finite_outputs
+from skfairdp.fermi import ermi
 from skfairdp.privacy import RandomSource
 from skfairdp.raco.estimator import soft_histogram
 

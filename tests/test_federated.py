@@ -10,7 +10,6 @@ from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from skfairdp import ermi
 from skfairdp.engine import PerSampleGradients
 from skfairdp.federated import (
     FederatedDPFermiClassifier,
@@ -26,6 +25,7 @@ from skfairdp.federated import (
 from skfairdp.federated.estimator import _seeds
 from skfairdp.federated.local import run_local
 from skfairdp.federated.release import clipped_sums
+from skfairdp.fermi import ermi
 from skfairdp.fermi.estimator import w_clip_norm
 from skfairdp.privacy import RandomSource
 from skfairdp.privacy.events import sampled_gaussian_steps_event

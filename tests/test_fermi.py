@@ -15,7 +15,8 @@ from torch.nn import functional as F
 
 import skfairdp._fit.template
 import skfairdp.fermi.estimator as fermi
-from skfairdp import ermi
+from skfairdp._fit import schedules
+from skfairdp.fermi import ermi
 from skfairdp.fermi.estimator import DPFermiClassifier, ErmiProblem
 from skfairdp.metrics import demographic_parity_violation
 from skfairdp.privacy import epsilon_spent, resolve_delta
@@ -69,13 +70,13 @@ def test_lambda0_eps_inf_is_minibatch_sgd_logistic_regression(monkeypatch):
     X, y, _ = make_biased_data(n=150, seed=2)
     batches = []
 
-    class Recording(skfairdp._private_fit.ShuffledBatches):
+    class Recording(skfairdp._fit.template.ShuffledBatches):
         def epoch(self):
             for idx in super().epoch():
                 batches.append(idx.copy())
                 yield idx
 
-    monkeypatch.setattr(skfairdp._private_fit, "ShuffledBatches", Recording)  # the template's
+    monkeypatch.setattr(skfairdp._fit.template, "ShuffledBatches", Recording)  # the template's
     record = _Record()
     lr = 0.3
     est = _fit(X, y, fairness_weight=0, epsilon=np.inf, lr=lr, batch_size=32, callbacks=[record],
@@ -678,8 +679,8 @@ def test_objective_scales_golden_values():
 )  # fmt: skip
 def test_auto_schedule_golden_values(n, batch, epochs):
     """batch n/128 in [32, 256]; 40 epochs, or the epochs of 1,000 steps."""
-    assert fermi.auto_batch_size(n) == batch
-    assert fermi.auto_max_epochs(n, batch) == epochs
+    assert schedules.fermi_batch_size(n) == batch
+    assert schedules.fermi_max_epochs(n, batch) == epochs
 
 
 @pytest.mark.parametrize(
@@ -689,7 +690,7 @@ def test_auto_schedule_golden_values(n, batch, epochs):
 )  # fmt: skip
 def test_auto_clip_golden_values(n, epsilon, unit, clip):
     """record: n * epsilon / 10,000 in [1, 3]; sensitive: 1."""
-    assert fermi.auto_max_grad_norm(n, epsilon, unit) == pytest.approx(clip)
+    assert schedules.fermi_max_grad_norm(n, epsilon, unit) == pytest.approx(clip)
 
 
 @pytest.mark.parametrize(

@@ -12,11 +12,10 @@ from sklearn.base import clone
 
 from skfairdp.fairness import (
     GroupEncoder,
-    check_min_group_fraction,
-    check_priors_against_rho,
     encode_sensitive_features,
 )
 from skfairdp.fairness.groups import observed_group_codes, sorted_categories
+from skfairdp.fermi.priors import check_min_group_fraction, check_priors_against_rho
 
 # ----------------------------------------------------------------- formats
 

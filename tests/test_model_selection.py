@@ -22,7 +22,6 @@ from sklearn.pipeline import make_pipeline
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skfairdp import DPSGDClassifier
-from skfairdp._fit.planning import plans_by_size
 from skfairdp.metrics import (
     demographic_parity_violation,
     equal_opportunity_violation,
@@ -65,7 +64,6 @@ class ToyPrivateClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.secure_mode = secure_mode
 
-    @plans_by_size
     def planned_event(self, n_samples):
         delta = resolve_delta(self.delta, n_samples)
         k = int(self.releases)

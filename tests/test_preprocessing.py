@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skfairdp._fit.planning import planned_fit_event
 from skfairdp.preprocessing.transformers import (
     DPOneHotEncoder,
     DPStandardScaler,
@@ -20,6 +19,7 @@ from skfairdp.preprocessing.transformers import (
     moment_sums,
 )
 from skfairdp.privacy import PrivacySpent, spent
+from skfairdp.privacy.planning import planned_fit_event
 
 
 # ---------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 
 import skfairdp.raco.estimator as raco
+from skfairdp._fit import schedules
 from skfairdp.engine import PerSampleGradients, clipped_sum
 from skfairdp.engine.iterates import load_flat_parameters
 from skfairdp.fairness.rates import (
@@ -30,7 +31,7 @@ from skfairdp.fairness.rates import (
 )
 from skfairdp.fermi import DPFermiClassifier
 from skfairdp.metrics import demographic_parity_violation
-from skfairdp.privacy import RandomSource, epsilon_spent
+from skfairdp.privacy import RandomSource, calibration, epsilon_spent
 from skfairdp.privacy.joint import joint_epsilon, joint_sampled_event
 from skfairdp.raco.estimator import RaCODPClassifier, RacoProblem
 
@@ -147,6 +148,17 @@ def test_dual_update_behaviour():
 
 
 # --------------------------------------------------------------------------- A7
+def _max_steps(est, z, scale, q, cap, delta):
+    """Largest step count within est's epsilon at gradient z and histogram scale."""
+    return calibration.max_steps_within(
+        est.epsilon,
+        delta,
+        lambda steps: est._planned_event(z, scale, q, steps),
+        cap,
+        **est._calibration_options(),
+    )
+
+
 def _paper_eps(z, scale, q, steps, delta=1e-5):
     est = RaCODPClassifier(histogram_noise="laplace", calibration="paper")
     return est._spent(z, scale, q, steps, delta)
@@ -157,7 +169,7 @@ def test_accountant_reproduces_paper_values():
     assert _paper_eps(4, 2, 0.0345, 500) == pytest.approx(1.626, rel=0.01)
     assert _paper_eps(3, 5, 0.0345, 1000) == pytest.approx(1.707, rel=0.01)
     est = RaCODPClassifier(histogram_noise="laplace", calibration="paper", epsilon=1.0)
-    t_max = est._max_steps(4.0, 2.0, 1024 / 29676, 100_000, 1e-5)
+    t_max = _max_steps(est, 4.0, 2.0, 1024 / 29676, 100_000, 1e-5)
     assert abs(t_max - 205) <= 2
 
 
@@ -202,11 +214,11 @@ def test_epsilon_monotone_and_histogram_costs_steps():
     assert est._spent(4.0, 8.0, q, 200, 1e-5) < est._spent(3.0, 6.0, q, 200, 1e-5)
     event = joint_sampled_event(q, gaussian_multiplier=3.0, laplace_scale=6.0)
     assert contains_joint(event)
-    with_hist = RaCODPClassifier(epsilon=1.0, noise_multiplier=3.0)._max_steps(
-        3.0, 6.0, q, 10**5, 1e-5
+    with_hist = _max_steps(
+        RaCODPClassifier(epsilon=1.0, noise_multiplier=3.0), 3.0, 6.0, q, 10**5, 1e-5
     )
-    dpsgd_alone = RaCODPClassifier(epsilon=1.0, noise_multiplier=3.0)._max_steps(
-        3.0, math.inf, q, 10**5, 1e-5
+    dpsgd_alone = _max_steps(
+        RaCODPClassifier(epsilon=1.0, noise_multiplier=3.0), 3.0, math.inf, q, 10**5, 1e-5
     )
     assert with_hist < dpsgd_alone
 
@@ -638,18 +650,18 @@ def test_running_denominators_average_the_released_counts():
 def test_auto_dual_steps_shrink_with_the_noise_of_the_estimate_and_the_run():
     program = compile_rate_constraints(DemographicParity(0.1), ["a", "b"], [0, 1])
     problem = _problem(program, noise="gaussian", scale=4.0, batch=100.0, lr_dual=None)
-    assert problem.planned_steps == raco.MIN_STEPS  # the default run length
+    assert problem.planned_steps == schedules.RACO_MIN_STEPS  # the default run length
     denom = torch.tensor([50.0, 200.0])
     # sigma^2 = sum over the two sets of (1 part * 16 + n / 4) / n^2
     sigma = math.sqrt((16 + 12.5) / 50**2 + (16 + 50) / 200**2)
-    expected = raco.DUAL_WALK / (sigma * math.sqrt(raco.MIN_STEPS))
+    expected = raco.DUAL_WALK / (sigma * math.sqrt(schedules.RACO_MIN_STEPS))
     torch.testing.assert_close(problem.dual_steps(denom), torch.full((4,), expected))
     noisier = _problem(program, noise="gaussian", scale=40.0, batch=100.0, lr_dual=None)
     assert bool((noisier.dual_steps(denom) < problem.dual_steps(denom)).all())
     # four times the steps: half the step, the same accumulated noise
     longer = _problem(
         program, noise="gaussian", scale=4.0, batch=100.0, lr_dual=None,
-        planned_steps=4 * raco.MIN_STEPS,
+        planned_steps=4 * schedules.RACO_MIN_STEPS,
     )  # fmt: skip
     torch.testing.assert_close(longer.dual_steps(denom), problem.dual_steps(denom) / 2)
     exact = _problem(program, lr_dual=None, planned_steps=1)  # sampling noise only, capped
@@ -797,25 +809,29 @@ def test_best_selection_is_accounted_exactly(small_data):
 def test_auto_schedule_depends_on_n_and_is_stored(small_data):
     X, y, s = small_data
     est = RaCODPClassifier(epsilon=np.inf, random_state=0).fit(X, y, sensitive_features=s)
-    b = raco.auto_batch_size(len(y), private=False)
-    assert (est.batch_size_, est.max_epochs_) == (b, raco.auto_max_epochs(len(y), b))
-    assert raco.auto_batch_size(4000, private=False) > raco.auto_batch_size(4000)
-    assert est.n_steps_ >= raco.MIN_STEPS
-    assert est.max_grad_norm_ == raco.CLIP_RANGE[1]  # non-private: no clipping; the upper end
+    b = schedules.raco_batch_size(len(y), np.inf)
+    assert (est.batch_size_, est.max_epochs_) == (b, schedules.raco_max_epochs(len(y), b))
+    assert schedules.raco_batch_size(4000, np.inf) > schedules.raco_batch_size(4000)
+    assert est.n_steps_ >= schedules.RACO_MIN_STEPS
+    assert (
+        est.max_grad_norm_ == schedules.RACO_CLIP_RANGE[1]
+    )  # non-private: no clipping; the upper end
     private = RaCODPClassifier(epsilon=2.0, max_epochs=1, random_state=0)
     private.fit(X, y, sensitive_features=s)
     assert private.max_grad_norm_ == 1.0  # 100 rows * 2 / 5,000 < 1
-    assert raco.auto_max_grad_norm(20_000, 1.0) == pytest.approx(4.0)
-    assert raco.auto_max_grad_norm(4_000, 1.0) == 1.0  # a few thousand rows: the floor
-    assert raco.auto_max_grad_norm(10**6, 0.5) == 10.0
-    assert raco.auto_batch_size(100) == raco.MIN_BATCH
-    assert raco.auto_batch_size(10**7) == raco.MAX_BATCH
-    assert raco.auto_batch_size(30_000) == round(30_000 / raco.BATCH_FRACTION_INV)
-    big = raco.auto_max_epochs(10**6, raco.MAX_BATCH)
-    assert big == raco.MIN_EPOCHS  # many rows: an epoch count
+    assert schedules.raco_max_grad_norm(20_000, 1.0) == pytest.approx(4.0)
+    assert schedules.raco_max_grad_norm(4_000, 1.0) == 1.0  # a few thousand rows: the floor
+    assert schedules.raco_max_grad_norm(10**6, 0.5) == 10.0
+    assert schedules.raco_batch_size(100) == schedules.RACO_MIN_BATCH
+    assert schedules.raco_batch_size(10**7) == schedules.RACO_MAX_BATCH
+    assert schedules.raco_batch_size(30_000) == round(30_000 / schedules.RACO_BATCH_FRACTION_INV)
+    big = schedules.raco_max_epochs(10**6, schedules.RACO_MAX_BATCH)
+    assert big == schedules.RACO_MIN_EPOCHS  # many rows: an epoch count
     small_n = 800
-    b = raco.auto_batch_size(small_n)
-    assert raco.auto_max_epochs(small_n, b) * math.ceil(small_n / b) >= raco.MIN_STEPS
+    b = schedules.raco_batch_size(small_n)
+    assert (
+        schedules.raco_max_epochs(small_n, b) * math.ceil(small_n / b) >= schedules.RACO_MIN_STEPS
+    )
 
 
 def test_hard_training_violation_meets_the_tolerance_without_noise():

@@ -19,9 +19,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from skfairdp import DPFermiClassifier, DPSGDClassifier
-from skfairdp._fit.planning import planned_fit_event
 from skfairdp.preprocessing.transformers import DPStandardScaler
 from skfairdp.privacy import PrivacySpent, epsilon_spent, spent, spent_event
+from skfairdp.privacy.planning import planned_fit_event
 
 RECORDED: list = []
 

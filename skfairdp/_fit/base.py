@@ -100,7 +100,7 @@ class PrivateEstimatorBase(PrivateFitMixin, BaseEstimator):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         declaration = vars(cls).get("_parameters")
-        if declaration is not None:
+        if declaration is not None and "__init__" not in vars(cls):
             cls._parameter_constraints = dict(declaration.constraints)
             cls.__init__ = declaration.make_init(cls)
 

@@ -52,9 +52,10 @@ class FitContext:
     recorder : EventRecorder
         Where every executed release records its event; ``dp_event_`` is its
         ``build()``.
-    upfront_event : DpEvent
-        The planned event of the releases made before training (returned by
-        ``_upfront_releases``); calibration plans with it.
+    outside_steps_event : DpEvent
+        The planned event of the releases outside the training steps: those made
+        before training (returned by ``_upfront_releases``, already executed) and
+        those planned after it (``_post_training_event``); calibration plans with it.
     released : dict
         The estimator's own values from ``_upfront_releases`` (e.g. DP-FERMI's
         released group priors), for its later hooks.
@@ -73,7 +74,7 @@ class FitContext:
     sampler: PoissonSampler | ShuffledBatches
     planned_steps: int
     recorder: EventRecorder
-    upfront_event: dp_accounting.DpEvent = field(default_factory=dp_accounting.NoOpDpEvent)
+    outside_steps_event: dp_accounting.DpEvent = field(default_factory=dp_accounting.NoOpDpEvent)
     released: dict = field(default_factory=dict)
 
     @property
@@ -94,9 +95,9 @@ class FitContext:
         """
         return {"random": self.random, "recorder": self.recorder, "max_weight": self.max_weight}
 
-    def planned_event(self, steps_event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
-        """The fit's planned event: the up-front releases, then ``steps_event``."""
-        return compose([self.upfront_event, steps_event])
+    def with_steps(self, steps_event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
+        """The fit's planned event: the releases outside the steps, then ``steps_event``."""
+        return compose([self.outside_steps_event, steps_event])
 
 
 @dataclass(frozen=True)
@@ -105,14 +106,14 @@ class NoisePlan:
 
     Attributes
     ----------
-    primal : float
+    primal_multiplier : float
         Gradient-noise std over the clipping norm (``noise_multiplier_``).
-    dual : float
+    dual_multiplier : float
         Noise multiplier of the dual rows the engine releases (DP-FERMI's W).
-    statistics : float
+    statistics_multiplier : float
         Noise multiplier (or Laplace scale) of the batch statistics a problem
         releases in its hooks (a count, a histogram).
-    effective : float
+    effective_multiplier : float
         Joint Gaussian multiplier of one step's releases
         (``effective_noise_multiplier_``).
     steps : int or None
@@ -120,8 +121,8 @@ class NoisePlan:
         the budget); ``None`` runs every planned step.
     """
 
-    primal: float = math.inf
-    dual: float = math.inf
-    statistics: float = math.inf
-    effective: float = math.inf
+    primal_multiplier: float = math.inf
+    dual_multiplier: float = math.inf
+    statistics_multiplier: float = math.inf
+    effective_multiplier: float = math.inf
     steps: int | None = None

@@ -103,7 +103,9 @@ COMMON_CONSTRAINTS: dict = {name: p.constraints for name, p in _COMMON.items()}
 SHARED_CONSTRAINTS: dict = {name: p.constraints for name, p in _SHARED.items()}
 
 
-def parameter_constraints(*shared: str, own: dict | None = None) -> dict:
+def parameter_constraints(
+    *shared: str, own: dict | None = None, also_accept: dict | None = None
+) -> dict:
     """An estimator's ``_parameter_constraints``.
 
     :data:`COMMON_CONSTRAINTS`, plus the :data:`SHARED_CONSTRAINTS` entries named in
@@ -117,6 +119,10 @@ def parameter_constraints(*shared: str, own: dict | None = None) -> dict:
         Names in :data:`SHARED_CONSTRAINTS`.
     own : dict, optional
         The estimator's own ``name -> constraints``.
+    also_accept : dict of str to list, optional
+        More valid values of common or shared parameters for this estimator, as
+        constraints added to theirs (e.g. ``{"batch_size": [StrOptions({"auto"})]}``
+        for an estimator that resolves ``"auto"`` in ``fit``).
 
     Returns
     -------
@@ -130,11 +136,16 @@ def parameter_constraints(*shared: str, own: dict | None = None) -> dict:
     redefined = sorted(set(own) & (set(COMMON_CONSTRAINTS) | set(SHARED_CONSTRAINTS)))
     if redefined:
         raise ValueError(f"own constraints redefine common/shared ones: {redefined}")
-    return {
+    constraints = {
         **COMMON_CONSTRAINTS,
         **{name: SHARED_CONSTRAINTS[name] for name in shared},
         **own,
     }
+    for name, extra in (also_accept or {}).items():
+        if name not in constraints or name in own:
+            raise ValueError(f"also_accept names {name!r}, not a common or shared parameter")
+        constraints[name] = [*constraints[name], *extra]
+    return constraints
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,13 @@ and what it costs); an estimator fills in the hooks listed in the docstring of
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import warnings
 
 import dp_accounting
 import numpy as np
 import torch
+from sklearn.base import clone, is_classifier
 
 from ..engine import NoiseConfig, train
 from ..fairness import encode_sensitive_features
@@ -23,14 +23,16 @@ from ..privacy import (
     PoissonSampler,
     RandomSource,
     ShuffledBatches,
-    calibration,
     resolve_delta,
     sampled_gaussian_steps_event,
 )
 from ..privacy.accountant import epsilon_history
+from ..privacy.events import compose
 from ..privacy.sampling import CappedSampler
+from . import budget
 from .context import FitContext, NoisePlan
 from .degenerate import warn_if_degenerate
+from .schedules import AutoSchedule, resolve_clip, resolve_schedule
 from .threads import torch_threads
 from .validation import check_sample_weight
 
@@ -107,10 +109,12 @@ class PrivateFitMixin:
         ctx = self._fit_context(X, y_enc, groups, sample_weight)
         if not ctx.private:
             ctx.recorder.record(dp_accounting.NonPrivateDpEvent())
-        ctx.upfront_event = self._upfront_releases(ctx)
-        plan = self._noise_plan(ctx) if ctx.private else NoisePlan()
-        self.noise_multiplier_ = plan.primal
-        self.effective_noise_multiplier_ = plan.effective
+        ctx.outside_steps_event = compose(
+            [self._upfront_releases(ctx), self._post_training_event(ctx)]
+        )
+        plan = budget.noise_plan(self, ctx) if ctx.private else NoisePlan()
+        self.noise_multiplier_ = plan.primal_multiplier
+        self.effective_noise_multiplier_ = plan.effective_multiplier
         sampler, max_epochs = ctx.sampler, self._training_schedule(ctx.n_samples)[1]
         if plan.steps is not None and plan.steps < ctx.planned_steps:
             sampler = CappedSampler(sampler, plan.steps)
@@ -124,7 +128,9 @@ class PrivateFitMixin:
         optimizer = self._build_optimizer(self.module_)
         problem = self._make_problem(ctx, plan)
         noise = (
-            NoiseConfig(self._clip_norm(ctx), plan.primal, plan.dual, ctx.max_weight)
+            NoiseConfig(
+                self.max_grad_norm_, plan.primal_multiplier, plan.dual_multiplier, ctx.max_weight
+            )
             if ctx.private
             else NoiseConfig()
         )
@@ -168,6 +174,8 @@ class PrivateFitMixin:
         device = self._device()
         random = RandomSource(self.random_state, secure_mode=self.secure_mode, device=device)
         batch_size, max_epochs = self._training_schedule(n)
+        self.batch_size_, self.max_epochs_ = batch_size, max_epochs
+        self.max_grad_norm_ = self._clip_norm(n)
         sampler = (
             PoissonSampler(n, min(1.0, batch_size / n), random)
             if private
@@ -190,20 +198,16 @@ class PrivateFitMixin:
         )
 
     # -- hooks of the fit (defaults) ---------------------------------------
+    #: The estimator's "auto" rules (None: no parameter accepts "auto").
+    _schedule: AutoSchedule | None = None
+
     def _training_schedule(self, n_samples: int) -> tuple[int, int]:
-        """``(batch_size, max_epochs)`` of a fit on ``n_samples`` rows (default: the parameters).
+        """``(batch_size, max_epochs)`` of a fit on ``n_samples`` rows, ``"auto"`` resolved."""
+        return resolve_schedule(self, n_samples)
 
-        An estimator whose parameters accept ``"auto"`` resolves them here from
-        public facts (``n_samples``, the number of features, ``epsilon``).
-        """
-        return self.batch_size, self.max_epochs
-
-    def _clip_norm(self, ctx: FitContext) -> float:
-        """The per-sample clipping norm of a private fit (default: ``max_grad_norm``).
-
-        An estimator whose ``max_grad_norm`` accepts ``"auto"`` resolves it here.
-        """
-        return float(self.max_grad_norm)
+    def _clip_norm(self, n_samples: int) -> float:
+        """The per-sample clipping norm of a fit on ``n_samples`` rows, ``"auto"`` resolved."""
+        return resolve_clip(self, n_samples)
 
     def _n_outputs(self) -> int:
         """Outputs of the module (default: one per class; a regressor has 1)."""
@@ -236,118 +240,93 @@ class PrivateFitMixin:
         """Releases before training (recorded in ``ctx.recorder``); returns their planned event."""
         return dp_accounting.NoOpDpEvent()
 
-    def _noise_plan(self, ctx: FitContext) -> NoisePlan:
-        """The noise of a private fit: calibrated to the budget, or fixed and step-capped.
+    def _post_training_event(self, ctx: FitContext) -> dp_accounting.DpEvent:
+        """The planned event of releases after training (default: none)."""
+        return dp_accounting.NoOpDpEvent()
 
-        With ``noise_multiplier`` set, the gradient multiplier is that value (the
-        other releases' follow from it, :meth:`_plan_for`) and the fit runs the
-        largest number of steps, at most the planned ones, whose planned event
-        (up-front releases, then :meth:`_steps_event`) stays within
-        ``(epsilon, delta)``.
-        """
-        if self.noise_multiplier is None:
-            return self._calibrate(ctx)
-        z = float(self.noise_multiplier)
-        plan = self._plan_for(z, ctx)
-        steps = self._max_steps_within(
-            lambda steps: ctx.planned_event(self._steps_event(plan, ctx, steps)),
-            z,
-            ctx.planned_steps,
-            ctx.delta,
-        )
-        return dataclasses.replace(plan, steps=steps)
+    # -- hooks of the budget (skfairdp._fit.budget) ----------------------------
+    def _plan_for(self, noise_multiplier: float, ctx: FitContext) -> NoisePlan:
+        """The plan whose gradient multiplier is ``noise_multiplier`` (default: sole release)."""
+        return NoisePlan(primal_multiplier=noise_multiplier, effective_multiplier=noise_multiplier)
 
-    def planned_event(self, n_samples: int, *, noise_multiplier: float) -> dp_accounting.DpEvent:
-        """The event a private fit on ``n_samples`` rows executes with a fixed noise multiplier.
+    def _steps_event(self, plan: NoisePlan, ctx: FitContext, steps: int) -> dp_accounting.DpEvent:
+        """The planned event of ``steps`` steps under ``plan`` (default: one joint Gaussian)."""
+        return sampled_gaussian_steps_event(plan.effective_multiplier, ctx.sampling_rate, steps)
 
-        The oracle contract's planning call (:mod:`skfairdp.oracle`): a meta-estimator
-        calibrates the noise of its oracle fits against it before any fit runs. It
-        is the event of every planned step (``max_epochs`` epochs of Poisson batches
-        of rate ``batch_size / n_samples``) with gradient multiplier
-        ``noise_multiplier`` and the other releases it implies; a fit with that
-        ``noise_multiplier`` and a budget at least this event's records exactly it.
+    def _one_gaussian_per_step(self) -> bool:
+        """Whether a step's releases are one joint Gaussian (calibrated as such)."""
+        return True
+
+    def _split_joint(self, joint: float) -> float:
+        """The gradient multiplier whose plan has joint multiplier ``joint`` (default: it)."""
+        return joint
+
+    def _check_budget(self, ctx: FitContext) -> None:
+        """Refuse settings no gradient noise can fit in the budget (default: none)."""
+
+    def _outside_steps_note(self) -> str:
+        """What the releases outside the steps are, for an unmet budget's error."""
+        return "the releases outside the training steps"
+
+    def _paper_plan(self, ctx: FitContext) -> NoisePlan:
+        """The plan of ``calibration="paper"`` (estimators with that parameter)."""
+        raise NotImplementedError
+
+    # -- the planned event, without training ---------------------------------------
+    def planned_event(
+        self, n_samples: int, *, noise_multiplier: float | None = None
+    ) -> dp_accounting.DpEvent:
+        """The event a fit of this (unfitted) estimator on ``n_samples`` rows executes.
+
+        A dry run of the fit template on ``n_samples`` placeholder rows (one zero
+        feature, two balanced classes, two balanced groups): parameter checks, the
+        fit context, the releases before training (drawn on the placeholder rows
+        and thrown away) and the noise plan; no training. The event depends only on
+        ``n_samples`` and the parameters, never on the data's values (tests check
+        planned == recorded); a fit that stops early records a prefix of it.
 
         Parameters
         ----------
         n_samples : int
             Rows of the training set.
-        noise_multiplier : float
-            The fixed gradient noise multiplier.
+        noise_multiplier : float, optional
+            The oracle contract's planning call (:mod:`skfairdp.oracle`): the event of
+            every planned step with this gradient multiplier (and the other releases
+            it implies), whatever the budget; a meta-estimator calibrates the noise of
+            its oracle fits against it. ``None``: the event of a fit as configured.
 
         Returns
         -------
         dp_accounting.DpEvent
-
-        Raises
-        ------
-        NotImplementedError
-            For an estimator with releases before training (their event depends on
-            its fit, e.g. DP-FERMI's group histogram).
+            ``NonPrivateDpEvent`` when ``epsilon=inf``.
         """
-        if type(self)._upfront_releases is not PrivateFitMixin._upfront_releases:
-            raise NotImplementedError(
-                f"{type(self).__name__} releases statistics before training; its planned "
-                "event is known only inside fit"
-            )
         n = int(n_samples)
-        batch_size, max_epochs = self._training_schedule(n)
-        sampler = PoissonSampler(n, min(1.0, batch_size / n), RandomSource(0))
-        ctx = FitContext(
-            X=np.empty((n, 0), dtype=np.float32),
-            y=np.zeros(n, dtype=np.int64),
-            groups=np.zeros(n, dtype=np.int64),
-            sample_weight=None,
-            max_weight=1.0,
-            n_classes=2,
-            private=True,
-            delta=resolve_delta(self.delta, n),
-            device=torch.device("cpu"),
-            random=RandomSource(0),
-            sampler=sampler,
-            planned_steps=max_epochs * sampler.steps_per_epoch,
-            recorder=EventRecorder(self._recorded_view()),
-        )
-        plan = self._plan_for(float(noise_multiplier), ctx)
-        return ctx.planned_event(self._steps_event(plan, ctx, ctx.planned_steps))
-
-    def _max_steps_within(self, planned_event, z: float, cap: int, delta: float) -> int:
-        """Largest ``T <= cap`` with ``planned_event(T)`` within ``(epsilon, delta)``."""
-        try:
-            return calibration.max_steps_within(
-                self.epsilon, delta, planned_event, cap, **self._calibration_options()
+        if n < 1:
+            raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+        est = clone(self)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # small-group notes, delta >= 1/n
+            est._validate_params()
+            if math.isinf(est.epsilon):
+                return dp_accounting.NonPrivateDpEvent()
+            est._check_params()
+            if is_classifier(est):
+                est.classes_ = np.array([0, 1])
+            values = getattr(est, "sensitive_values", None)
+            labels = np.asarray(values if values is not None else [0, 1], dtype=object)
+            sensitive = labels[np.arange(n) % min(2, len(labels))].astype(type(labels[0]))
+            groups = est._encode_groups(sensitive, n)
+            y_enc = (np.arange(n) % 2).astype(np.int64)
+            ctx = est._fit_context(np.zeros((n, 1), dtype=np.float32), y_enc, groups, None)
+            ctx.outside_steps_event = compose(
+                [est._upfront_releases(ctx), est._post_training_event(ctx)]
             )
-        except ValueError as exc:
-            raise ValueError(
-                f"noise_multiplier={z:g} spends more than epsilon={self.epsilon:g} in a single "
-                f"step; increase the noise ({exc})"
-            ) from exc
-
-    def _calibrate(self, ctx: FitContext) -> NoisePlan:
-        """The noise meeting the budget (default: one Gaussian release per step)."""
-        return self._plan_for(self._calibrated_effective(ctx), ctx)
-
-    def _plan_for(self, noise_multiplier: float, ctx: FitContext) -> NoisePlan:
-        """The plan whose gradient multiplier is ``noise_multiplier`` (default: sole release)."""
-        return NoisePlan(primal=noise_multiplier, effective=noise_multiplier)
-
-    def _steps_event(self, plan: NoisePlan, ctx: FitContext, steps: int) -> dp_accounting.DpEvent:
-        """The planned event of ``steps`` steps under ``plan`` (default: one joint Gaussian)."""
-        return sampled_gaussian_steps_event(plan.effective, ctx.sampling_rate, steps)
-
-    def _calibrated_effective(self, ctx: FitContext) -> float:
-        """Smallest joint per-step multiplier for which the planned event meets the target.
-
-        The plan is the up-front releases, then ``planned_steps`` Poisson-sampled
-        Gaussian steps (:func:`skfairdp.privacy.calibration.calibrate_noise_multiplier`).
-        """
-        q, steps = ctx.sampling_rate, ctx.planned_steps
-
-        def event(z):
-            return ctx.planned_event(sampled_gaussian_steps_event(z, q, steps))
-
-        return calibration.calibrate_noise_multiplier(
-            self.epsilon, ctx.delta, event, **self._calibration_options()
-        )
+            if noise_multiplier is not None:
+                plan = est._plan_for(float(noise_multiplier), ctx)
+            else:
+                plan = budget.noise_plan(est, ctx)
+        steps = ctx.planned_steps if plan.steps is None else min(plan.steps, ctx.planned_steps)
+        return ctx.with_steps(est._steps_event(plan, ctx, steps))
 
     def _make_problem(self, ctx: FitContext, plan: NoisePlan):
         """The engine problem of one fit (see :class:`skfairdp.engine.PrimalDualProblem`)."""

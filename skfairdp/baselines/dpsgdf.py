@@ -178,12 +178,12 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
         return DPSGDFProblem(
             max_grad_norm=self.max_grad_norm,
             n_groups=self.group_encoder_.n_groups_,
-            count_noise_std=plan.statistics,
+            count_noise_std=plan.statistics_multiplier,
             **ctx.mechanisms,
         )
 
     def _store_fitted(self, problem, plan) -> None:
-        self.count_noise_multiplier_ = plan.statistics
+        self.count_noise_multiplier_ = plan.statistics_multiplier
         k = self.group_encoder_.n_groups_
         self.group_clip_history_ = (
             torch.stack(problem.bounds_log).cpu().numpy()

@@ -15,28 +15,10 @@ from sklearn.utils import metadata_routing
 from sklearn.utils._param_validation import StrOptions
 
 from .._fit.base import declare_parameters
-from .._fit.schedules import min_steps_epochs, power_of_two_batch_size
+from .._fit.schedules import DPSGD
 from .core import CrossEntropyProblem, NoisySGDClassifierBase
 
-__all__ = ["DPSGDClassifier", "auto_batch_size", "auto_max_epochs"]
-
-# batch_size="auto" and max_epochs="auto" (see auto_batch_size, auto_max_epochs)
-BATCH_FRACTION_INV = 12
-MIN_BATCH, MAX_BATCH = 32, 256
-MIN_EPOCHS, MIN_STEPS = 20, 600
-
-
-def auto_batch_size(n_samples: int) -> int:
-    """``batch_size="auto"``: ``2^round(log2(n / 12))`` within ``[32, 256]``.
-
-    256 from about 2,200 rows on (Adult keeps it); 64 at 750 rows, 128 at 1,500.
-    """
-    return power_of_two_batch_size(n_samples, BATCH_FRACTION_INV, MIN_BATCH, MAX_BATCH)
-
-
-def auto_max_epochs(n_samples: int, batch_size: int) -> int:
-    """``max_epochs="auto"``: 20 passes, or more to take at least 600 steps (small data)."""
-    return min_steps_epochs(n_samples, batch_size, MIN_EPOCHS, MIN_STEPS)
+__all__ = ["DPSGDClassifier"]
 
 
 class DPSGDClassifier(NoisySGDClassifierBase):
@@ -59,10 +41,10 @@ class DPSGDClassifier(NoisySGDClassifierBase):
         Activation of the default MLP (when ``hidden_layer_sizes`` is not empty).
     batch_size : "auto" or int, default="auto"
         Expected Poisson batch size. ``"auto"``: ``2^round(log2(n / 12))`` within
-        ``[32, 256]`` (:func:`auto_batch_size`; 256 on Adult).
+        ``[32, 256]`` (``dpsgd_batch_size`` in ``_fit/schedules.py``; 256 on Adult).
     max_epochs : "auto" or int, default="auto"
         Expected passes. ``"auto"``: 20, or more so that the run takes at least
-        600 steps (:func:`auto_max_epochs`; 20 on Adult, 52 at 750 rows). On small
+        600 steps (``dpsgd_max_epochs``; 20 on Adult, 52 at 750 rows). On small
         data the number of steps, not of epochs, decides whether SGD gets anywhere.
     lr, module, hidden_layer_sizes, optimizer, callbacks
         Training (skorch's names); the default module is logistic regression.
@@ -112,16 +94,7 @@ class DPSGDClassifier(NoisySGDClassifierBase):
         """
         return self._private_fit(X, y, sample_weight=sample_weight)
 
-    def _training_schedule(self, n_samples: int) -> tuple[int, int]:
-        """``batch_size`` and ``max_epochs``, ``"auto"`` resolved from ``n_samples``."""
-        batch_size = self.batch_size
-        if batch_size == "auto":
-            batch_size = auto_batch_size(n_samples)
-        max_epochs = self.max_epochs
-        if max_epochs == "auto":
-            max_epochs = auto_max_epochs(n_samples, batch_size)
-        return int(batch_size), int(max_epochs)
+    _schedule = DPSGD
 
     def _make_problem(self, ctx, plan):
-        self.batch_size_, self.max_epochs_ = self._training_schedule(ctx.n_samples)
         return CrossEntropyProblem()

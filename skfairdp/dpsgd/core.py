@@ -30,6 +30,7 @@ import dp_accounting
 import torch
 
 from .._fit.base import FitContext, NoisePlan, PrivateClassifierBase
+from .._fit.budget import calibrated_plan
 from ..nn import build_module
 from ..privacy import (
     calibration,
@@ -206,28 +207,16 @@ class NoisySGDClassifierBase(ActivationModuleMixin, PrivateClassifierBase):
         # "paper": the papers' view of a step (gradient and count as if independent)
         return "separate" if self._calibration() == "paper" else "joint"
 
-    def _calibrate(self, ctx: FitContext) -> NoisePlan:
+    def _split_joint(self, joint: float) -> float:
         setting = self._count_noise_multiplier()
-        if self._calibration() == "paper" and setting != math.inf:
-            z1 = self._calibrate_composed(ctx, self._statistics_multiplier(math.nan))
-        elif setting == "auto":
-            z1 = split_auto_noise_multiplier(self._calibrated_effective(ctx))
-        else:
-            z1 = split_noise_multiplier(self._calibrated_effective(ctx), float(setting))
-        return self._plan_for(z1, ctx)
+        if setting == "auto":
+            return split_auto_noise_multiplier(joint)
+        return split_noise_multiplier(joint, float(setting))
 
-    def _plan_for(self, noise_multiplier: float, ctx: FitContext) -> NoisePlan:
-        statistics_multiplier = self._statistics_multiplier(noise_multiplier)
-        effective = joint_noise_multiplier(noise_multiplier, statistics_multiplier)
-        return NoisePlan(
-            primal=noise_multiplier, statistics=statistics_multiplier, effective=effective
-        )
-
-    def _steps_event(self, plan: NoisePlan, ctx: FitContext, steps: int):
-        q = ctx.sampling_rate
-        return step_events(plan.primal, plan.statistics, q, steps, self._calibration())
-
-    def _calibrate_composed(self, ctx: FitContext, statistics_multiplier: float) -> float:
+    def _paper_plan(self, ctx: FitContext) -> NoisePlan:
+        if self._count_noise_multiplier() == math.inf:  # the gradient alone: nothing to split
+            return calibrated_plan(self, ctx)
+        statistics_multiplier = self._statistics_multiplier(math.nan)
         q, steps = ctx.sampling_rate, ctx.planned_steps
         count_only = epsilon_spent(
             sampled_gaussian_steps_event(statistics_multiplier, q, steps), ctx.delta
@@ -240,9 +229,25 @@ class NoisySGDClassifierBase(ActivationModuleMixin, PrivateClassifierBase):
             )
 
         def composed(z):
-            return ctx.planned_event(step_events(z, statistics_multiplier, q, steps, "paper"))
+            return ctx.with_steps(step_events(z, statistics_multiplier, q, steps, "paper"))
 
-        return calibration.calibrate_noise_multiplier(self.epsilon, ctx.delta, composed)
+        z1 = calibration.calibrate_noise_multiplier(self.epsilon, ctx.delta, composed)
+        return self._plan_for(z1, ctx)
+
+    def _plan_for(self, noise_multiplier: float, ctx: FitContext) -> NoisePlan:
+        statistics_multiplier = self._statistics_multiplier(noise_multiplier)
+        effective = joint_noise_multiplier(noise_multiplier, statistics_multiplier)
+        return NoisePlan(
+            primal_multiplier=noise_multiplier,
+            statistics_multiplier=statistics_multiplier,
+            effective_multiplier=effective,
+        )
+
+    def _steps_event(self, plan: NoisePlan, ctx: FitContext, steps: int):
+        q = ctx.sampling_rate
+        return step_events(
+            plan.primal_multiplier, plan.statistics_multiplier, q, steps, self._calibration()
+        )
 
     def _report_accounting(self, ctx: FitContext) -> None:
         if (

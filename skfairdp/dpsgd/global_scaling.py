@@ -326,7 +326,7 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
         return GlobalScalingProblem(
             **self._param_values(*names),
             **ctx.mechanisms,
-            count_noise_std=plan.statistics,
+            count_noise_std=plan.statistics_multiplier,
             expected_batch_size=ctx.sampler.expected_batch_size,
             device=ctx.device,
         )
@@ -337,7 +337,7 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
                 return np.zeros(0)
             return torch.stack(log).cpu().numpy().astype(float)
 
-        self.count_noise_multiplier_ = plan.statistics
+        self.count_noise_multiplier_ = plan.statistics_multiplier
         self.z_history_ = stacked(problem.z_log)
         self.clip_fraction_history_ = stacked(problem.fraction_log)
         # public after the fit: the next Z (a function of the released counts)

@@ -6,8 +6,6 @@ nothing about privacy or torch.
 
 from .groups import (
     GroupEncoder,
-    check_min_group_fraction,
-    check_priors_against_rho,
     encode_sensitive_features,
 )
 from .metrics import (
@@ -45,8 +43,6 @@ __all__ = [
     "compile_rate_constraints",
     "FairnessScorer",
     "GroupEncoder",
-    "check_min_group_fraction",
-    "check_priors_against_rho",
     "demographic_parity_scorer",
     "demographic_parity_violation",
     "encode_sensitive_features",

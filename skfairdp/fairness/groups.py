@@ -26,7 +26,6 @@ This module knows nothing about privacy; it only stores the group *domain*
 from __future__ import annotations
 
 import numbers
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -37,8 +36,6 @@ from sklearn.utils.validation import check_is_fitted
 
 __all__ = [
     "GroupEncoder",
-    "check_min_group_fraction",
-    "check_priors_against_rho",
     "encode_sensitive_features",
 ]
 
@@ -604,107 +601,3 @@ def encode_sensitive_features(
     encoder = GroupEncoder(sensitive_values=sensitive_values, allow_empty_groups=allow_empty_groups)
     codes = encoder.fit_transform(sensitive_features, n_samples=n_samples)
     return codes, encoder
-
-
-def check_min_group_fraction(
-    fractions: Any, rho: float, labels: Sequence[Any] | None = None
-) -> np.ndarray:
-    """Check that every group's (estimated) fraction is at least ``rho``.
-
-    Parameters
-    ----------
-    fractions : array-like of float, shape (n_groups,)
-        Estimated fraction of rows in each group (may be noisy, so values can
-        lie outside ``[0, 1]``).
-    rho : float
-        Public lower bound on the group fractions, in ``[0, 1)``.
-    labels : sequence or None, default=None
-        Group labels for the error message (e.g. ``encoder.group_labels_``);
-        defaults to the group codes.
-
-    Returns
-    -------
-    fractions : ndarray of float64
-        The validated fractions.
-
-    Raises
-    ------
-    ValueError
-        If a fraction is below ``rho``; the message names the group(s).
-    """
-    fractions = np.asarray(fractions, dtype=np.float64)
-    if fractions.ndim != 1 or not np.all(np.isfinite(fractions)):
-        raise ValueError(f"fractions must be a finite 1-D array; got {fractions!r}.")
-    if not (isinstance(rho, numbers.Real) and 0.0 <= float(rho) < 1.0):
-        raise ValueError(f"rho (the minimum group fraction) must be in [0, 1); got {rho!r}.")
-    if labels is None:
-        labels = [f"group {g}" for g in range(fractions.size)]
-    elif len(labels) != fractions.size:
-        raise ValueError(f"got {len(labels)} labels for {fractions.size} group fractions.")
-    low = np.flatnonzero(fractions < rho)
-    if low.size:
-        shown = "; ".join(
-            f"{_format_label(labels[g])} (fraction {fractions[g]:.4g})" for g in low[:_MAX_LISTED]
-        )
-        more = f"; and {low.size - _MAX_LISTED} more" if low.size > _MAX_LISTED else ""
-        raise ValueError(
-            f"{low.size} group(s) have an estimated fraction below the minimum group "
-            f"fraction rho={float(rho):g}: {shown}{more}. Merge or drop small groups, "
-            "or lower rho."
-        )
-    return fractions
-
-
-def check_priors_against_rho(
-    priors: Any,
-    rho: float,
-    labels: Sequence[Sequence[Any]],
-    *,
-    declared: bool,
-    source: str,
-    remedy: str,
-    stacklevel: int = 2,
-) -> None:
-    """Apply the rule for group priors below ``rho``: refuse declared ones, warn on counted ones.
-
-    Priors the user declared as public (``group_priors=...``) that fall below ``rho``
-    contradict it and raise. Priors counted from the data (exactly at ε = ∞, or from a
-    noisy histogram) are clamped at ``rho`` by the caller like every prior, so the
-    sensitivity bounds hold; only that group's fairness weighting is off, which is
-    warned about.
-
-    Parameters
-    ----------
-    priors : array-like of float, shape (n_blocks, n_groups)
-        One row of group fractions per block (one block for demographic parity,
-        one per class for the conditional notions).
-    rho : float
-        The public minimum group fraction.
-    labels : sequence of sequences
-        Group labels for each row's message.
-    declared : bool
-        Whether the user passed ``priors`` as public.
-    source, remedy : str
-        How the fractions were obtained and what the user can do, for the warning
-        ("These fractions {source} and were clamped at rho; for an accurate fairness
-        weighting {remedy}.").
-    stacklevel : int, default=2
-        The warning's stack level as seen from the caller.
-
-    Raises
-    ------
-    ValueError
-        If ``declared`` and a prior is below ``rho``.
-    """
-    try:
-        for row, row_labels in zip(np.atleast_2d(priors), labels, strict=True):
-            check_min_group_fraction(row, rho, row_labels)
-    except ValueError as exc:
-        if declared:
-            raise  # the user's public priors contradict rho
-        warnings.warn(
-            f"{exc} These fractions {source} and were clamped at rho={float(rho):g}; for an "
-            f"accurate fairness weighting {remedy}.",
-            UserWarning,
-            stacklevel=stacklevel + 1,
-        )

@@ -21,14 +21,12 @@ from sklearn.utils import metadata_routing
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._fit.base import POSITIVE, Param, PrivateClassifierBase, declare_parameters
+from .._fit.schedules import fermi_batch_size, fermi_max_epochs, fermi_max_grad_norm
 from .._fit.threads import torch_threads
-from ..fairness import check_priors_against_rho
+from ..fermi.priors import check_priors_against_rho, public_priors
 from ..fermi.problem import (
     FAIRNESS_NOTIONS,
-    auto_batch_size,
     auto_dual_step,
-    auto_max_epochs,
-    auto_max_grad_norm,
 )
 from ..privacy import RandomSource
 from . import objective
@@ -335,13 +333,13 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         n_ref = max(1, int(round(n_bar)))
         batch_size = self.batch_size
         if batch_size == "auto":
-            batch_size = auto_batch_size(n_ref)
+            batch_size = fermi_batch_size(n_ref)
         max_epochs = self.max_epochs
         if max_epochs == "auto":
-            max_epochs = auto_max_epochs(n_ref, int(batch_size))
+            max_epochs = fermi_max_epochs(n_ref, int(batch_size))
         clip = self.max_grad_norm
         if clip == "auto":
-            clip = auto_max_grad_norm(n_ref, float(self.epsilon), self.privacy_unit)
+            clip = fermi_max_grad_norm(n_ref, float(self.epsilon), self.privacy_unit)
         return int(batch_size), int(max_epochs), float(clip)
 
     def _histogram_cells(self, lam: float) -> str | None:
@@ -409,12 +407,13 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         return statistics
 
     def _public_priors(self, n_classes, n_groups):
-        from ..fermi import DPFermiClassifier
-
         # the same parsing as DP-FERMI's (a vector, a mapping, or per-class mappings)
-        helper = DPFermiClassifier(fairness=self.fairness, group_priors=self.group_priors)
-        helper.group_encoder_, helper.classes_ = self.group_encoder_, self.classes_
-        return helper._public_priors(n_groups, objective.n_blocks(self.fairness, n_classes))
+        return public_priors(
+            self.group_priors,
+            fairness=self.fairness,
+            group_labels=self.group_encoder_.group_labels_,
+            classes=self.classes_,
+        )
 
     def _check_priors(self, priors, declared):
         check_priors_against_rho(

@@ -25,17 +25,14 @@ from .._fit.base import (
     PrivateClassifierBase,
     declare_parameters,
 )
-from ..fairness import check_priors_against_rho
+from .._fit.schedules import DPFERMI
 from ..privacy import gaussian_release_event, joint_noise_multiplier, noisy_histogram
-from ..privacy.accountant import PLD_DISCRETIZATION, resolve_accountant
 from ..privacy.analytic import gaussian_noise_multiplier
 from ..privacy.closed_form import theorem_3_3_preconditions, theorem_3_3_sigmas
+from .priors import check_priors_against_rho, public_priors
 from .problem import (  # noqa: F401 (also the names that lived here, re-exported)
     AUTO_LR_DUAL_FRACTION,
     AVERAGE_TAIL,
-    BATCH_FRACTION_INV,
-    CLIP_PER_N_EPSILON,
-    CLIP_RANGE,
     DENSE_W_LIMIT,
     DUAL_BOUND_MARGIN,
     DUAL_NOISE_RATIO,
@@ -45,19 +42,12 @@ from .problem import (  # noqa: F401 (also the names that lived here, re-exporte
     FAIRNESS_NOTIONS,
     FAIRNESS_WEIGHT_SCALE,
     GROUP_PRIOR_BUDGET_SHARE,
-    MAX_BATCH,
     MAX_DUAL_RATE,
-    MIN_BATCH,
     MIN_DUAL_MEMORY_FRACTION,
-    MIN_EPOCHS,
-    MIN_STEPS,
     ErmiProblem,
     TailAverage,
-    auto_batch_size,
     auto_dual_rate,
     auto_dual_step,
-    auto_max_epochs,
-    auto_max_grad_norm,
     objective_scales,
     shrunk_best_response,
     w_clip_norm,
@@ -96,7 +86,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         Clipping norm ``C`` of the per-sample theta-gradient (record: of
         ``loss_i + lambda psi_i``; sensitive: of ``lambda psi_i``, the loss being
         exact). ``"auto"``: ``n * epsilon / 10,000`` between 1 and 3 under
-        ``"record"``, 1 under ``"sensitive"`` (:func:`auto_max_grad_norm`).
+        ``"record"``, 1 under ``"sensitive"`` (``fermi_max_grad_norm`` in ``_fit/schedules.py``).
     max_sample_weight : float, default=1.0
         Public bound on ``fit``'s ``sample_weight`` (a private fit rejects larger
         weights). Each row's clipped contributions are multiplied by its weight,
@@ -147,10 +137,10 @@ class DPFermiClassifier(PrivateClassifierBase):
         probabilities. Same clip, noise and accounting.
     batch_size : "auto" or int, default="auto"
         Expected batch size ``m``; the sampling rate is ``m / n``. ``"auto"``:
-        ``n / 128`` between 32 and 256 (:func:`auto_batch_size`).
+        ``n / 128`` between 32 and 256 (``fermi_batch_size`` in ``_fit/schedules.py``).
     max_epochs : "auto" or int, default="auto"
         Number of expected passes; ``T = max_epochs * ceil(n / m)`` steps.
-        ``"auto"``: 40, or more to take 1,000 steps (:func:`auto_max_epochs`).
+        ``"auto"``: 40, or more to take 1,000 steps (``fermi_max_epochs`` in ``_fit/schedules.py``).
     iterate : {"average", "last", "random"}, default="average"
         Return the mean of the parameters over the last half of the steps, the
         last iterate, or the theorem's uniformly random one (all post-processing).
@@ -259,30 +249,9 @@ class DPFermiClassifier(PrivateClassifierBase):
         },
     )
 
+    _schedule = DPFERMI
+
     # -- hooks of the fit template ----------------------------------------------
-    def _training_schedule(self, n_samples: int) -> tuple[int, int]:
-        """``batch_size`` and ``max_epochs``, ``"auto"`` resolved from ``n_samples``.
-
-        See :func:`auto_batch_size` and :func:`auto_max_epochs`; the values used are
-        stored as ``batch_size_`` and ``max_epochs_``.
-        """
-        batch_size = self.batch_size
-        if batch_size == "auto":
-            batch_size = auto_batch_size(n_samples)
-        max_epochs = self.max_epochs
-        if max_epochs == "auto":
-            max_epochs = auto_max_epochs(n_samples, int(batch_size))
-        return int(batch_size), int(max_epochs)
-
-    def _clip_norm(self, ctx) -> float:
-        """``max_grad_norm``, ``"auto"`` resolved by :func:`auto_max_grad_norm`."""
-        return self._resolved_clip(ctx.n_samples)
-
-    def _resolved_clip(self, n_samples: int) -> float:
-        if self.max_grad_norm == "auto":
-            return auto_max_grad_norm(n_samples, float(self.epsilon), self.privacy_unit)
-        return float(self.max_grad_norm)
-
     def _check_params(self) -> None:
         if self.noise_multiplier is not None and self.calibration == "paper":
             raise ValueError(
@@ -367,12 +336,15 @@ class DPFermiClassifier(PrivateClassifierBase):
             gaussian_release_event(statistics_multiplier) if releases_histogram else NoOpDpEvent()
         )
 
-    def _calibrate(self, ctx):
-        if self.calibration == "paper":
-            return self._paper_plan(ctx)
+    def _outside_steps_note(self) -> str:
+        return (
+            f"the one-off group histogram ({GROUP_PRIOR_BUDGET_SHARE:.0%} of epsilon; public "
+            "group_priors=... remove it)"
+        )
+
+    def _split_joint(self, joint):
         ratio = DUAL_NOISE_RATIO if self.fairness_weight > 0 else math.inf
-        spread = math.sqrt(1.0 + ratio**-2)  # z_theta = z_eff spread when z_w = ratio z_theta
-        return self._plan_for(self._calibrated_effective_or_explain(ctx) * spread, ctx)
+        return joint * math.sqrt(1.0 + ratio**-2)  # z_theta when z_w = ratio z_theta
 
     def _plan_for(self, noise_multiplier, ctx):
         has_dual = self.fairness_weight > 0
@@ -381,7 +353,9 @@ class DPFermiClassifier(PrivateClassifierBase):
             return NoisePlan()
         z_w = DUAL_NOISE_RATIO * noise_multiplier if has_dual else math.inf
         effective = joint_noise_multiplier(noise_multiplier, z_w)
-        return NoisePlan(primal=noise_multiplier, dual=z_w, effective=effective)
+        return NoisePlan(
+            primal_multiplier=noise_multiplier, dual_multiplier=z_w, effective_multiplier=effective
+        )
 
     def _make_problem(self, ctx, plan):
         lam = float(self.fairness_weight)
@@ -391,15 +365,14 @@ class DPFermiClassifier(PrivateClassifierBase):
         dual_rate, noise_std = None, 0.0
         if lr_dual == "auto":
             # W: the shrunk best response to a running mean of released histograms
-            if ctx.private and plan.dual is not None and math.isfinite(plan.dual):
-                noise_std = plan.dual * ctx.max_weight / ctx.sampler.expected_batch_size
+            z_w = plan.dual_multiplier
+            if ctx.private and z_w is not None and math.isfinite(z_w):
+                noise_std = z_w * ctx.max_weight / ctx.sampler.expected_batch_size
             dual_rate = (
                 auto_dual_rate(steps, noise_std, self._min_cell_share(ctx)) if lam > 0 else 0.0
             )
             lr_dual = dual_rate
         self.lr_dual_ = float(lr_dual)
-        self.batch_size_, self.max_epochs_ = self._training_schedule(ctx.n_samples)
-        self.max_grad_norm_ = self._resolved_clip(ctx.n_samples)
         self.objective_scales_ = objective_scales(lam, ctx.private, self.privacy_unit)
         average = TailAverage(self.module_, steps) if self.iterate == "average" else None
         return ErmiProblem(
@@ -447,7 +420,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         if problem.average is not None:
             problem.average.load()
         self.W_ = problem.W.cpu().numpy()
-        self.dual_noise_multiplier_ = plan.dual
+        self.dual_noise_multiplier_ = plan.dual_multiplier
 
     def _accountant_options(self) -> dict:
         return {"accountant": self.accountant, "privacy_unit": self.privacy_unit}
@@ -527,52 +500,12 @@ class DPFermiClassifier(PrivateClassifierBase):
         return normalised(rows), normalised(labels)
 
     def _public_priors(self, n_groups, n_blocks):
-        labels = list(self.group_encoder_.group_labels_)
-
-        def as_vector(spec, where):
-            if isinstance(spec, dict):
-                missing = [g for g in labels if g not in spec]
-                if missing:
-                    raise ValueError(f"group_priors{where} has no entry for groups {missing}")
-                vec = np.array([spec[g] for g in labels], dtype=float)
-            else:
-                vec = np.asarray(spec, dtype=float).ravel()
-            if vec.shape != (n_groups,) or np.any(vec < 0) or not np.isclose(vec.sum(), 1.0):
-                raise ValueError(
-                    f"group_priors{where} must give {n_groups} non-negative frequencies summing "
-                    f"to 1 (one per group {labels}); got {vec.tolist()}"
-                )
-            return vec
-
-        if self.fairness == "demographic_parity":
-            return as_vector(self.group_priors, "")[None, :]
-        spec = self.group_priors
-        if not isinstance(spec, dict) or not all(c in spec for c in self.classes_):
-            raise ValueError(
-                f"with fairness={self.fairness!r}, group_priors must map each class in "
-                f"{list(self.classes_)} to that class's group frequencies p(S | Y=class)"
-            )
-        if self.fairness == "equal_opportunity":
-            return as_vector(spec[self.classes_[-1]], f"[{self.classes_[-1]!r}]")[None, :]
-        return np.stack([as_vector(spec[c], f"[{c!r}]") for c in self.classes_])
-
-    def _calibrated_effective_or_explain(self, ctx) -> float:
-        """The base's calibration, its failure explained in DP-FERMI's terms."""
-        try:
-            return self._calibrated_effective(ctx)
-        except ValueError as exc:
-            hist = (
-                f" after the one-off group histogram ({GROUP_PRIOR_BUDGET_SHARE:.0%} of "
-                "epsilon; public group_priors=... remove it)"
-                if not isinstance(ctx.upfront_event, NoOpDpEvent)
-                else ""
-            )
-            raise ValueError(
-                f"epsilon={self.epsilon:g} at delta={ctx.delta:g} cannot be met by the "
-                f"{ctx.planned_steps} per-step gradient releases (sampling rate "
-                f"{ctx.sampling_rate:.3g}){hist}: {exc}. Raise epsilon or delta, or lower "
-                f"max_epochs; {_accountant_hint(self._accountant_options())}."
-            ) from exc
+        return public_priors(
+            self.group_priors,
+            fairness=self.fairness,
+            group_labels=self.group_encoder_.group_labels_,
+            classes=self.classes_,
+        )
 
     def _paper_plan(self, ctx):
         has_dual = self.fairness_weight > 0
@@ -591,7 +524,7 @@ class DPFermiClassifier(PrivateClassifierBase):
                 + "); its sigmas then carry no guarantee. privacy_spent_ reports what the "
                 "accountant says the executed event costs.",
                 UserWarning,
-                stacklevel=7,  # user, fit, _private_fit, _fit_template, _noise_plan, _calibrate
+                stacklevel=7,  # user, fit, _private_fit, _fit_template, noise_plan, _paper_plan
             )
         sensitive_only = self.privacy_unit == "sensitive"
         sigmas = theorem_3_3_sigmas(
@@ -600,7 +533,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             n_samples=n,
             steps=steps,
             rho=float(self.rho),
-            lipschitz=self._resolved_clip(n),
+            lipschitz=self.max_grad_norm_,
             w_bound=dual_bound,
             n_classes=ctx.n_classes,
             sensitive_only=sensitive_only,
@@ -609,15 +542,10 @@ class DPFermiClassifier(PrivateClassifierBase):
         # Alg. 1 scales the sensitive-unit theta noise by lambda; W noise scales with
         # lambda in both units (digest §2.6 P4).
         theta_std = sigmas.sigma_theta * m * (lam if sensitive_only else 1.0)
-        z_theta = theta_std / self._resolved_clip(n) if theta_std > 0 else math.inf
+        z_theta = theta_std / self.max_grad_norm_ if theta_std > 0 else math.inf
         z_w = (lam * sigmas.sigma_w * m) / ctx.released["dual_clip"] if has_dual else math.inf
-        return NoisePlan(primal=z_theta, dual=z_w, effective=joint_noise_multiplier(z_theta, z_w))
-
-
-def _accountant_hint(account: dict) -> str:
-    if resolve_accountant(**account) == "rdp":
-        return "or use accountant='pld', tighter for small epsilon"
-    return (
-        f"the PLD accountant's discretisation ({PLD_DISCRETIZATION:g}) floors the epsilon it "
-        "can certify near that value"
-    )
+        return NoisePlan(
+            primal_multiplier=z_theta,
+            dual_multiplier=z_w,
+            effective_multiplier=joint_noise_multiplier(z_theta, z_w),
+        )

@@ -2,7 +2,7 @@
 
 What :class:`~skfairdp.fermi.DPFermiClassifier` and the federated silos and server
 (:mod:`skfairdp.federated`) share: the engine problem :class:`ErmiProblem`, the
-iterate average, the W clip, the objective's scales, the ``"auto"`` rules and their
+iterate average, the W clip, the objective's scales, the dual's ``"auto"`` rules and their
 constants. A Flower ClientApp imports this module, not :mod:`skfairdp.fermi`, so it
 does not load scikit-learn to answer a round. :mod:`skfairdp.fermi` re-exports every
 name under its old path.
@@ -43,36 +43,6 @@ MAX_DUAL_RATE, MIN_DUAL_MEMORY_FRACTION = 0.05, 4.0
 FAIRNESS_WEIGHT_SCALE = 8.0
 # iterate="average": the mean of the parameters over this last fraction of the steps.
 AVERAGE_TAIL = 0.5
-# batch_size="auto" and max_epochs="auto" (see auto_batch_size, auto_max_epochs)
-BATCH_FRACTION_INV = 128
-MIN_BATCH, MAX_BATCH = 32, 256
-MIN_EPOCHS, MIN_STEPS = 40, 1000
-# max_grad_norm="auto" under "record": n * epsilon / 10,000, between 1 and 3
-CLIP_RANGE, CLIP_PER_N_EPSILON = (1.0, 3.0), 1e-4
-
-
-def auto_batch_size(n_samples: int) -> int:
-    """``batch_size="auto"``: ``n / 128`` rounded, between 32 and 256."""
-    return int(min(MAX_BATCH, max(MIN_BATCH, round(n_samples / BATCH_FRACTION_INV))))
-
-
-def auto_max_epochs(n_samples: int, batch_size: int) -> int:
-    """``max_epochs="auto"``: 40 passes, or more to take at least 1,000 steps."""
-    steps_per_epoch = max(1, math.ceil(n_samples / batch_size))
-    return int(max(MIN_EPOCHS, math.ceil(MIN_STEPS / steps_per_epoch)))
-
-
-def auto_max_grad_norm(n_samples: int, epsilon: float, privacy_unit: str) -> float:
-    """``max_grad_norm="auto"``: ``n * epsilon / 10,000`` in ``[1, 3]`` ("record"), else 1.
-
-    The noise on the mean gradient relative to the clip falls like ``1 / (n epsilon)``:
-    with much data a larger clip keeps more of each row's gradient (Adult, epsilon=1:
-    3 beat 1) while on little data it only adds noise (German credit, 750 rows: 1
-    beat 3). Under ``"sensitive"`` the clip bounds the penalty's force only; 1.
-    """
-    if privacy_unit == "sensitive" or math.isinf(epsilon):
-        return CLIP_RANGE[0]
-    return float(min(CLIP_RANGE[1], max(CLIP_RANGE[0], n_samples * epsilon * CLIP_PER_N_EPSILON)))
 
 
 def auto_dual_step(batch_size: float, dual_noise_multiplier: float, max_pinv: float) -> float:

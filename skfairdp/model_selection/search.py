@@ -70,7 +70,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from .._fit.planning import planned_fit_event
 from ..fairness import encode_sensitive_features
 from ..fairness.metrics import (
     demographic_parity_from_counts,
@@ -89,6 +88,7 @@ from ..privacy import (
 )
 from ..privacy.accountant import _rdp_of, quiet_accounting
 from ..privacy.events import compose
+from ..privacy.planning import planned_fit_event
 from ..privacy.spent import spent_event
 
 __all__ = ["PrivateSearchCV", "draw_n_runs", "n_runs_pmf", "run_distribution_shape"]

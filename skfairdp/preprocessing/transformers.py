@@ -41,7 +41,6 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._fit.planning import plans_by_size
 from ..privacy import (
     EventRecorder,
     PrivacySpent,
@@ -100,7 +99,6 @@ class _PrivateStep(BaseEstimator):
             float(self.epsilon), delta, gaussian_release_event, accountant="pld"
         )
 
-    @plans_by_size
     def planned_event(self, n_samples: int) -> dp_accounting.DpEvent:
         """The event ``fit`` on ``n_samples`` rows executes (independent of the data's values).
 

@@ -19,7 +19,7 @@ What each object contributes:
   nothing;
 - a scikit-learn search: **every candidate on every fold, plus the refit**. The
   fold fits are not kept by scikit-learn, so each is charged its *planned* event
-  (:func:`skfairdp._planning.planned_fit_event`: the candidate's parameters, on
+  (:func:`skfairdp.privacy.planning.planned_fit_event`: the candidate's parameters, on
   that fold's training rows, all planned steps run). Pass the ``X``, ``y`` (and
   ``groups``) the search was fitted on, so that the fold sizes are those of the
   search's own splitter. Assumption: the event of a skfairdp fit depends only on
@@ -40,6 +40,7 @@ import dp_accounting
 
 from .accountant import PRIVACY_UNITS, PrivacySpent, epsilon_spent
 from .events import compose
+from .planning import is_stateless, planned_delta, planned_fit_event
 
 __all__ = ["spent", "spent_event"]
 
@@ -188,8 +189,6 @@ def _releases(obj, X, y, groups):
     from sklearn.model_selection._search import BaseSearchCV
     from sklearn.pipeline import Pipeline
 
-    from .._fit.planning import is_stateless
-
     if isinstance(obj, Mapping):
         if "estimator" not in obj:
             raise ValueError(
@@ -263,8 +262,6 @@ def _planned(estimator, n: int):
     """The planned releases of fitting ``estimator`` on ``n`` rows, step by step."""
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
-
-    from .._fit.planning import planned_delta, planned_fit_event
 
     if isinstance(estimator, Pipeline):
         for _, step in estimator.steps:

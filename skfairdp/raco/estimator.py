@@ -48,20 +48,19 @@ from .._fit.base import (
     PrivateClassifierBase,
     declare_parameters,
 )
+from .._fit.budget import calibrated_plan
+from .._fit.schedules import RACO, RACO_MIN_STEPS
 from .._fit.validation import check_X, densify
 from ..engine.iterates import IterateTrack, iterate_outputs, load_flat_parameters
 from ..fairness.rates import CONSTRAINT_NAMES, compile_rate_constraints, resolve_constraints
 from ..privacy import (
     EventRecorder,
     RandomSource,
-    calibration,
     epsilon_spent,
     joint_noise_multiplier,
     noisy_histogram,
-    resolve_delta,
     sampled_gaussian_steps_event,
 )
-from ..privacy.events import compose
 from ..privacy.joint import joint_sampled_event
 from ..privacy.mechanisms import laplace_noise  # noqa: F401  (re-exported: raco.laplace_noise)
 
@@ -88,14 +87,6 @@ SOLUTIONS = ("last", "average", "mixture", "best")
 # noise and the length of the run; see RacoProblem.dual_steps.
 DUAL_WALK = 0.15
 LR_DUAL_MAX = 1.0
-# batch_size="auto" and max_epochs="auto" (see auto_batch_size, auto_max_epochs)
-BATCH_FRACTION_INV = 64
-NONPRIVATE_FRACTION_INV = 8
-MIN_BATCH, NONPRIVATE_MIN_BATCH, MAX_BATCH = 32, 128, 512
-MIN_EPOCHS, MIN_STEPS = 30, 2000
-# max_grad_norm="auto": n * epsilon * CLIP_PER_N_EPSILON, within CLIP_RANGE
-CLIP_PER_N_EPSILON = 2e-4
-CLIP_RANGE = (1.0, 10.0)
 
 
 def soft_histogram(proba: torch.Tensor, parts: torch.Tensor, n_parts: int) -> torch.Tensor:
@@ -126,51 +117,6 @@ def selection_noise_multiplier(epsilon: float, delta: float) -> float:
     log_inv_delta = math.log(1.0 / delta)
     rho = (math.sqrt(epsilon + log_inv_delta) - math.sqrt(log_inv_delta)) ** 2
     return 1.0 / math.sqrt(2.0 * SELECTION_SHARE * rho)
-
-
-def auto_batch_size(n_samples: int, private: bool = True) -> int:
-    """``batch_size="auto"``: a fraction of ``n``, between a floor and ``MAX_BATCH``.
-
-    Private: ``n / BATCH_FRACTION_INV`` (a small sampling rate, which Poisson
-    subsampling amplifies), at least ``MIN_BATCH``. Non-private:
-    ``n / NONPRIVATE_FRACTION_INV``, at least ``NONPRIVATE_MIN_BATCH``: nothing is
-    gained by small batches there, and the hard rates the dual sees are then less
-    noisy (the iterates, hence their average, agree better).
-    """
-    if private:
-        inv, floor = BATCH_FRACTION_INV, MIN_BATCH
-    else:
-        inv, floor = NONPRIVATE_FRACTION_INV, NONPRIVATE_MIN_BATCH
-    return int(min(MAX_BATCH, max(floor, round(n_samples / inv))))
-
-
-def auto_max_grad_norm(n_samples: int, epsilon: float) -> float:
-    """``max_grad_norm="auto"``: ``n * epsilon / 5,000``, between 1 and 10.
-
-    Clipping biases the step (the paper's §6): every row's gradient of
-    ``loss_i + B <W, sigma_tau>`` is cut to ``C``, and a constraint on a small
-    cell acts through a few rows with large weights, whose push is cut the most,
-    while the averaged model's noise relative to its signal scales like
-    ``C / (n epsilon)``. So ``C`` grows with ``n epsilon`` (the noise stays
-    at the same relative level) from a floor of 1 (below it a 5,000-row dataset
-    lost to the majority class). Measured on Adult, equalized odds, gamma = 0.02,
-    epsilon = 1 (seeds 0-2, the dual of ``DUAL_WALK``): test error 0.1637 with
-    ``C = 3``, 0.1607 with 6, 0.1609 with 12; with ``C = 3`` and no gradient
-    noise still 0.1638, with neither noise nor clipping 0.1589 (0.1592 without
-    privacy): the gap was the clipping, not the noise.
-    Small data keeps the floor (German credit, 750 training rows, demographic
-    parity: 0.291 with 1, 0.320 with 3). Non-private training clips nothing (the
-    upper end is reported).
-    """
-    if math.isinf(epsilon):
-        return CLIP_RANGE[1]
-    return float(min(CLIP_RANGE[1], max(CLIP_RANGE[0], n_samples * epsilon * CLIP_PER_N_EPSILON)))
-
-
-def auto_max_epochs(n_samples: int, batch_size: int) -> int:
-    """``max_epochs="auto"``: ``MIN_EPOCHS`` passes, or more to take ``MIN_STEPS`` steps."""
-    steps_per_epoch = max(1, math.ceil(n_samples / batch_size))
-    return int(max(MIN_EPOCHS, math.ceil(MIN_STEPS / steps_per_epoch)))
 
 
 class RacoProblem:
@@ -213,7 +159,7 @@ class RacoProblem:
         ``"running"``: the mean of the released counts of every step so far
         (an estimate of ``q n_m``, the expected count, whose noise shrinks like
         ``1/sqrt(t)``); post-processing of the released histograms, so free.
-    planned_steps : int, default=MIN_STEPS
+    planned_steps : int, default=RACO_MIN_STEPS
         Steps the run will take (public), which scales the ``lr_dual=None`` steps
         (:meth:`dual_steps`).
     """
@@ -238,7 +184,7 @@ class RacoProblem:
         max_weight: float = 1.0,
         dual_rates: str = "hard",
         denominators: str = "running",
-        planned_steps: int = MIN_STEPS,
+        planned_steps: int = RACO_MIN_STEPS,
     ):
         self.S = membership.float()
         self.A = coefficients.float()
@@ -488,7 +434,7 @@ class RaCODPClassifier(PrivateClassifierBase):
         above the loss gradient (clipping bias: with ``C = 1`` a false-negative-rate
         bound of 0.2 on Adult stays out of reach), while the noise grows with ``C``.
         ``"auto"``: ``n * epsilon / 5,000`` between 1 and 10
-        (:func:`auto_max_grad_norm`); see doc/raco.md.
+        (``raco_max_grad_norm`` in ``_fit/schedules.py``); see doc/raco.md.
     max_sample_weight : float, default=1.0
         Public bound on ``sample_weight``, as in :class:`~skfairdp.DPFermiClassifier`;
         it scales the histogram's sensitivity too (rates are weighted).
@@ -531,10 +477,10 @@ class RaCODPClassifier(PrivateClassifierBase):
     batch_size : "auto" or int, default="auto"
         Expected (Poisson) batch size ``B_exp``. ``"auto"``: ``n / 64`` between 32
         and 512 when private, ``n / 8`` between 128 and 512 when not
-        (:func:`auto_batch_size`).
+        (``raco_batch_size`` in ``_fit/schedules.py``).
     max_epochs : "auto" or int, default="auto"
         Number of expected passes. ``"auto"``: 30, or more so that the run takes
-        at least 2,000 steps (small data; :func:`auto_max_epochs`).
+        at least 2,000 steps (small data; ``raco_max_epochs`` in ``_fit/schedules.py``).
     module, hidden_layer_sizes, optimizer, sensitive_values, callbacks,
     random_state, secure_mode, device, n_jobs,
     record_private_diagnostics, verbose, **kwargs
@@ -618,26 +564,9 @@ class RaCODPClassifier(PrivateClassifierBase):
     _tail_fraction = TAIL_FRACTION
     _eta = 2.0
 
+    _schedule = RACO
+
     # -- hooks of the fit template ----------------------------------------------
-    def _training_schedule(self, n_samples: int) -> tuple[int, int]:
-        """``batch_size`` and ``max_epochs``, ``"auto"`` resolved from ``n_samples``.
-
-        See :func:`auto_batch_size` and :func:`auto_max_epochs`.
-        """
-        batch_size = self.batch_size
-        if batch_size == "auto":
-            batch_size = auto_batch_size(n_samples, private=not math.isinf(self.epsilon))
-        max_epochs = self.max_epochs
-        if max_epochs == "auto":
-            max_epochs = auto_max_epochs(n_samples, batch_size)
-        return int(batch_size), int(max_epochs)
-
-    def _clip_norm(self, ctx) -> float:
-        """``max_grad_norm``, ``"auto"`` resolved by :func:`auto_max_grad_norm`."""
-        if self.max_grad_norm == "auto":
-            return auto_max_grad_norm(ctx.n_samples, float(self.epsilon))
-        return float(self.max_grad_norm)
-
     def _check_params(self) -> None:
         resolve_constraints(self.constraints, float(self.tolerance))  # bad constraints: early
         if self.histogram_noise == "laplace" and self.accountant == "rdp":
@@ -676,15 +605,17 @@ class RaCODPClassifier(PrivateClassifierBase):
         statistics_multiplier = self._hist_multiplier(noise_multiplier)
         gaussian = self.histogram_noise == "gaussian"
         return NoisePlan(
-            primal=noise_multiplier,
-            statistics=statistics_multiplier,
-            effective=joint_noise_multiplier(noise_multiplier, statistics_multiplier)
+            primal_multiplier=noise_multiplier,
+            statistics_multiplier=statistics_multiplier,
+            effective_multiplier=joint_noise_multiplier(noise_multiplier, statistics_multiplier)
             if gaussian
             else math.nan,
         )
 
     def _steps_event(self, plan, ctx, steps):
-        return self._planned_event(plan.primal, plan.statistics, ctx.sampling_rate, steps)
+        return self._planned_event(
+            plan.primal_multiplier, plan.statistics_multiplier, ctx.sampling_rate, steps
+        )
 
     def _make_problem(self, ctx, plan):
         program = self.rate_program_
@@ -698,7 +629,7 @@ class RaCODPClassifier(PrivateClassifierBase):
             lr_dual=None if self.lr_dual == "auto" else self.lr_dual,
             dual_bound=None if dual_bound is None else float(dual_bound),
             histogram_noise=self.histogram_noise if ctx.private else None,
-            histogram_scale=plan.statistics,
+            histogram_scale=plan.statistics_multiplier,
             expected_batch_size=ctx.sampler.expected_batch_size if ctx.private else None,
             dual_rates=self.dual_rates,
             denominators=self._denominators,
@@ -714,7 +645,7 @@ class RaCODPClassifier(PrivateClassifierBase):
         return problem
 
     def _store_fitted(self, problem, plan) -> None:
-        self.histogram_noise_multiplier_ = plan.statistics
+        self.histogram_noise_multiplier_ = plan.statistics_multiplier
         self.lambda_ = problem.lam.cpu().numpy().astype(float)
         start = 0
         violations, lambda_max = problem.step_violations, problem.step_lambda_max
@@ -724,8 +655,6 @@ class RaCODPClassifier(PrivateClassifierBase):
             row["constraint_violation"] = float(np.mean(window)) if window else float("nan")
             row["lambda_max"] = lambda_max[stop - 1] if stop else 0.0
             start = stop
-        self.batch_size_, self.max_epochs_ = self._training_schedule(problem.context.n_samples)
-        self.max_grad_norm_ = self._clip_norm(problem.context)
         self.dual_steps_ = (
             None if problem.last_dual_steps is None else problem.last_dual_steps.cpu().numpy()
         )
@@ -791,7 +720,7 @@ class RaCODPClassifier(PrivateClassifierBase):
             noisy, _ = noisy_histogram(
                 torch.from_numpy(H),
                 ctx.random,
-                noise_multiplier=ctx.released["selection_multiplier"],
+                noise_multiplier=selection_noise_multiplier(self.epsilon, ctx.delta),
                 sensitivity=math.sqrt(len(candidates)) * ctx.max_weight,
                 recorder=ctx.recorder,
             )
@@ -954,62 +883,34 @@ class RaCODPClassifier(PrivateClassifierBase):
             return HISTOGRAM_NOISE_RATIO * gradient_multiplier
         return float(self.histogram_noise_multiplier)
 
-    def _calibrate(self, ctx) -> NoisePlan:
-        """The plan meeting ``(epsilon, delta)`` (a fixed ``noise_multiplier``: the template)."""
-        q, planned_steps, delta = ctx.sampling_rate, ctx.planned_steps, ctx.delta
-        fixed_hist = self.histogram_noise_multiplier != "auto"
-        if fixed_hist:
-            statistics_multiplier = float(self.histogram_noise_multiplier)
-            if self._spent(1e6, statistics_multiplier, q, planned_steps, delta) > self.epsilon:
-                raise ValueError(
-                    f"histogram_noise_multiplier={statistics_multiplier:g} alone spends more than "
-                    f"epsilon={self.epsilon:g} over {planned_steps} steps; increase it or use "
-                    "'auto'"
-                )
-        simple = (
+    def _one_gaussian_per_step(self) -> bool:
+        # a Laplace histogram, or a fixed histogram multiplier: calibrate the gradient's
+        return (
             self.histogram_noise == "gaussian"
+            and self.histogram_noise_multiplier == "auto"
             and self.calibration == "accountant"
-            and not fixed_hist
         )
-        if simple:  # one Gaussian per step: calibrate the joint multiplier, then split it
-            z_eff = self._calibrated_effective(ctx)
-            return self._plan_for(z_eff * math.sqrt(1.0 + HISTOGRAM_NOISE_RATIO**-2), ctx)
-        gradient_multiplier = calibration.calibrate_noise_multiplier(
-            self.epsilon,
-            delta,
-            lambda z: ctx.planned_event(
-                self._planned_event(z, self._hist_multiplier(z), q, planned_steps)
-            ),
-            **self._calibration_options(),
-        )
-        return self._plan_for(gradient_multiplier, ctx)
 
-    def _noise_plan(self, ctx) -> NoisePlan:
-        # the selection of solution="best" runs after training; it is planned with the rest
-        ctx.upfront_event = compose([ctx.upfront_event, self._selection_event(ctx)])
-        return super()._noise_plan(ctx)
+    def _split_joint(self, joint: float) -> float:
+        return joint * math.sqrt(1.0 + HISTOGRAM_NOISE_RATIO**-2)
 
-    def _selection_event(self, ctx) -> dp_accounting.DpEvent:
+    def _check_budget(self, ctx) -> None:
+        if self.histogram_noise_multiplier == "auto":
+            return
+        statistics_multiplier = float(self.histogram_noise_multiplier)
+        q, steps, delta = ctx.sampling_rate, ctx.planned_steps, ctx.delta
+        if self._spent(1e6, statistics_multiplier, q, steps, delta) > self.epsilon:
+            raise ValueError(
+                f"histogram_noise_multiplier={statistics_multiplier:g} alone spends more than "
+                f"epsilon={self.epsilon:g} over {steps} steps; increase it or use 'auto'"
+            )
+
+    def _paper_plan(self, ctx) -> NoisePlan:
+        # the authors' accounting (each release amplified separately), calibrated by PLD
+        return calibrated_plan(self, ctx)
+
+    def _post_training_event(self, ctx) -> dp_accounting.DpEvent:
         """The planned event of ``solution="best"``'s evaluation (no-op otherwise)."""
         if not (ctx.private and self.solution == "best"):
             return dp_accounting.NoOpDpEvent()
-        z = selection_noise_multiplier(self.epsilon, ctx.delta)
-        ctx.released["selection_multiplier"] = z
-        return dp_accounting.GaussianDpEvent(z)
-
-    def planned_event(self, n_samples: int, *, noise_multiplier: float) -> dp_accounting.DpEvent:
-        """As :meth:`PrivateFitMixin.planned_event`, with ``solution="best"``'s evaluation."""
-        steps = super().planned_event(n_samples, noise_multiplier=noise_multiplier)
-        if self.solution != "best":
-            return steps
-        z = selection_noise_multiplier(self.epsilon, resolve_delta(self.delta, n_samples))
-        return compose([steps, dp_accounting.GaussianDpEvent(z)])
-
-    def _max_steps(self, gradient_multiplier, statistics_multiplier, q, cap, delta) -> int:
-        """Largest ``T <= cap`` with ``epsilon(T) <= epsilon`` (epsilon grows with T)."""
-        return self._max_steps_within(
-            lambda steps: self._planned_event(gradient_multiplier, statistics_multiplier, q, steps),
-            gradient_multiplier,
-            cap,
-            delta,
-        )
+        return dp_accounting.GaussianDpEvent(selection_noise_multiplier(self.epsilon, ctx.delta))

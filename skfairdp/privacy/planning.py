@@ -6,20 +6,11 @@ scikit-learn did not keep (a ``GridSearchCV``'s fold fits). It is used by
 :func:`skfairdp.privacy.spent` for searches and by
 :class:`skfairdp.model_selection.PrivateSearchCV` to calibrate its inner budget.
 
-How each kind of estimator is planned:
+This module knows no estimator: it asks each step for its plan.
 
-- a skfairdp estimator built on the fit template
-  (:class:`~skfairdp._private_fit.PrivateFitMixin`): a *dry run* of the template
-  on ``n_samples`` placeholder rows (one zero feature, two balanced classes, two
-  balanced groups): validation of the parameters, the fit context (delta,
-  Poisson rate, planned steps), the up-front releases (e.g. DP-FERMI's noisy
-  group histogram, drawn on the placeholder rows and thrown away) and the noise
-  plan, then the planned event of every planned step. No training runs. The
-  events of these estimators depend only on ``n_samples`` and the parameters,
-  never on the values of the data (the assumption; tests check planned ==
-  recorded), and a fit that stops early records a prefix of this event;
-- an object with a ``planned_event(n_samples)`` method taking only the size
-  (:mod:`skfairdp.preprocessing`): that method;
+- an object with a ``planned_event(n_samples)`` method (every skfairdp estimator
+  and private transformer): that method (for an estimator on the fit template, a
+  dry run of the template with no training);
 - a :class:`~sklearn.pipeline.Pipeline` or :class:`~sklearn.compose.ColumnTransformer`:
   the composition of its steps' plans (every step is fit on the same ``n_samples`` rows);
 - ``"passthrough"``/``None`` steps and stateless transformers (``requires_fit``
@@ -35,24 +26,13 @@ import math
 import warnings
 
 import dp_accounting
-import numpy as np
-from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 
-from ..privacy.events import compose
+from .delta import resolve_delta
+from .events import compose
 
-__all__ = ["is_stateless", "planned_fit_event", "plans_by_size"]
-
-
-def plans_by_size(method):
-    """Mark a ``planned_event(n_samples)`` method as the planning call of this module.
-
-    For a private step whose event depends only on its parameters and the number of
-    rows (:mod:`skfairdp.preprocessing`); :func:`planned_fit_event` calls it.
-    """
-    method._plans_by_size = True
-    return method
+__all__ = ["is_stateless", "planned_delta", "planned_fit_event"]
 
 
 def is_stateless(estimator) -> bool:
@@ -93,18 +73,13 @@ def planned_fit_event(estimator, n_samples: int) -> dp_accounting.DpEvent:
         parts = [t for _, t, _ in estimator.transformers] + [estimator.remainder]
         return compose(planned_fit_event(t, n) for t in parts)
     planner = getattr(estimator, "planned_event", None)
-    if planner is not None and getattr(planner, "_plans_by_size", False):
+    if callable(planner):
         return planner(n)
-    from .template import PrivateFitMixin  # the fit template imports skfairdp.privacy
-
-    if isinstance(estimator, PrivateFitMixin):
-        return _dry_run(estimator, n)
     return dp_accounting.NonPrivateDpEvent()
 
 
 def planned_delta(estimator, n_samples: int) -> float | None:
     """The delta a fit of ``estimator`` on ``n_samples`` rows would target (None if none)."""
-    from ..privacy import resolve_delta
 
     if isinstance(estimator, (Pipeline, ColumnTransformer)):
         steps = (
@@ -122,33 +97,3 @@ def planned_delta(estimator, n_samples: int) -> float | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return resolve_delta(delta, int(n_samples))
-
-
-def _dry_run(estimator, n: int) -> dp_accounting.DpEvent:
-    """The fit template up to its noise plan, on ``n`` placeholder rows; no training."""
-    est = clone(estimator)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # small-group notes, delta >= 1/n
-        est._validate_params()
-        if math.isinf(est.epsilon):
-            return dp_accounting.NonPrivateDpEvent()
-        est._check_params()
-        X = np.zeros((n, 1), dtype=np.float32)
-        y_enc = (np.arange(n) % 2).astype(np.int64)
-        if _is_classifier(est):
-            est.classes_ = np.array([0, 1])
-        values = getattr(est, "sensitive_values", None)
-        labels = np.asarray(values if values is not None else [0, 1], dtype=object)
-        sensitive = labels[np.arange(n) % min(2, len(labels))]
-        groups = est._encode_groups(sensitive.astype(type(labels[0])), n)
-        ctx = est._fit_context(X, y_enc, groups, None)
-        ctx.upfront_event = est._upfront_releases(ctx)
-        plan = est._noise_plan(ctx)
-    steps = ctx.planned_steps if plan.steps is None else min(plan.steps, ctx.planned_steps)
-    return ctx.planned_event(est._steps_event(plan, ctx, steps))
-
-
-def _is_classifier(est) -> bool:
-    from sklearn.base import is_classifier
-
-    return is_classifier(est)
