@@ -1120,7 +1120,7 @@ def test_a_large_noise_margin_falls_back_to_the_constant_atoms():
 def test_defaults_on_german_credit_do_not_lose_to_the_majority_class():
     """Issue 12's target on the smallest bundled table (1,000 rows; 750 to train),
     epsilon=1, every default (DP bound 0.05). Seed 0 (the benchmark's 5 seeds: see
-    benchmarks/results/cgoo.md, 'defaults'): the expected test error of the mixture is
+    experiments/results/cgoo.md, 'defaults'): the expected test error of the mixture is
     at most the majority class's. The former defaults (20 oracle calls of 20 full-batch
     steps each, no margin) were 0.010 above it on this split; the new ones fall back to
     the constants here (equal), and beat it on other seeds."""

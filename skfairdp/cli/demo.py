@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import DEMO_ESTIMATORS, PLOT_NAME, TABLE_NAME
+from .names import DEMO_ESTIMATORS, PLOT_NAME, TABLE_NAME
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Loaders for the tabular benchmark datasets bundled with :mod:`skfairdp`.
 
 The data files live in ``skfairdp/datasets/data`` as gzip-compressed CSV files
-(regenerated from the raw UCI files by ``benchmarks/make_datasets.py``) and are
+(regenerated from the raw UCI files by ``experiments/make_datasets.py``) and are
 read through :mod:`importlib.resources`, so the loaders work offline from an
 installed package and never write anything to disk.
 """
