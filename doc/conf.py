@@ -171,6 +171,7 @@ USER_GUIDE = [
     "preprocessing",
     "datasets",
     "design",
+    "contributing",
 ]
 PLACEHOLDER = "%USER_GUIDE_PAGES%"
 
@@ -181,7 +182,7 @@ def _source_read(app, docname: str, source: list[str]) -> None:
         source[0] = source[0].replace(PLACEHOLDER, "\n".join(pages))
     # The pages link to files of the repository outside doc/ (benchmark results,
     # examples) so that they read well on a forge; on the site those are downloads.
-    for folder in ("benchmarks", "examples"):
+    for folder in ("benchmarks", "experiments", "examples"):
         source[0] = source[0].replace(f"](../{folder}/", f"](path:../{folder}/")
 
 
