@@ -35,7 +35,7 @@ from skfairdp.model_selection.search import (
     n_runs_pmf,
     run_distribution_shape,
 )
-from skfairdp.preprocessing.transformers import DPStandardScaler
+from skfairdp.preprocessing import DPStandardScaler
 from skfairdp.privacy import (
     RandomSource,
     calibrate_noise_multiplier,

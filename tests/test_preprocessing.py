@@ -6,13 +6,14 @@ mode reads nothing, Pipeline + GridSearchCV costs (in test_spent.py too).
 """
 
 import math
+import os
 
 import dp_accounting
 import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skfairdp.preprocessing.transformers import (
+from skfairdp.preprocessing import (
     DPOneHotEncoder,
     DPStandardScaler,
     category_counts,
@@ -114,6 +115,36 @@ def test_private_scaler_reproducible_and_noisy():
     assert np.all(a.scale_ >= 3 * 1e-3)  # the floor keeps transform finite
 
 
+@pytest.mark.parametrize(
+    "make, released",
+    [
+        (lambda **kw: DPStandardScaler(bounds=(-3, 3), **kw), lambda s: s.mean_),
+        (
+            lambda **kw: DPOneHotEncoder(categories=[[0.0, 1.0, 2.0]] * 3, **kw),
+            lambda s: np.concatenate(s.noisy_counts_),
+        ),
+    ],
+    ids=["scaler", "encoder"],
+)
+def test_secure_mode_draws_from_the_os_not_the_seed(make, released, monkeypatch):
+    """secure_mode=True ignores random_state: a silent fall-back to the seed fails here."""
+    X = np.random.default_rng(0).integers(0, 3, size=(200, 3)).astype(float)
+    urandom_bytes = []
+
+    def counting_urandom(size, _urandom=os.urandom):
+        urandom_bytes.append(size)
+        return _urandom(size)
+
+    monkeypatch.setattr(os, "urandom", counting_urandom)
+    a, b = (make(epsilon=1.0, random_state=0, secure_mode=True).fit(X) for _ in range(2))
+    assert urandom_bytes, "no noise was drawn from os.urandom"
+    seeded = make(epsilon=1.0, random_state=0).fit(X)
+    assert not np.array_equal(released(a), released(b))
+    assert not np.array_equal(released(a), released(seeded))
+    assert a.dp_event_ == b.dp_event_ == seeded.dp_event_  # the noise scale does not change
+    assert a.__sklearn_tags__().non_deterministic
+
+
 def test_private_encoder_keeps_frequent_drops_absent():
     rng = np.random.default_rng(0)
     X = rng.choice(["a", "b", "c"], p=[0.6, 0.3, 0.1], size=(5000, 2)).astype(object)
@@ -148,7 +179,13 @@ def test_bad_input():
         DPOneHotEncoder(categories=[["a", "a"], ["b"]]).fit(X)
 
 
-# the public mode (the private one fits the same way, with one calibrated release more)
-@parametrize_with_checks([DPStandardScaler(bounds=(-1e3, 1e3))])
+# both modes of the scaler; the encoder needs declared categories of the checks' columns,
+# which a generic check cannot declare
+@parametrize_with_checks(
+    [
+        DPStandardScaler(bounds=(-1e3, 1e3)),
+        DPStandardScaler(bounds=(-1e3, 1e3), epsilon=1.0, random_state=0),
+    ]
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)

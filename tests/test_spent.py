@@ -19,7 +19,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from skfairdp import DPFermiClassifier, DPSGDClassifier
-from skfairdp.preprocessing.transformers import DPStandardScaler
+from skfairdp.preprocessing import DPStandardScaler
 from skfairdp.privacy import PrivacySpent, epsilon_spent, spent, spent_event
 from skfairdp.privacy.planning import planned_fit_event
 
