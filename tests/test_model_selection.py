@@ -43,6 +43,7 @@ from skfairdp.privacy import (
     resolve_delta,
     spent,
 )
+from skfairdp.privacy.analytic import gaussian_delta
 
 
 class ToyPrivateClassifier(ClassifierMixin, BaseEstimator):
@@ -126,9 +127,9 @@ def test_accounting_against_dp_accounting(data, distribution):
     assert 0.995 * 2.0 <= eps <= 2.0
     assert search.inner_epsilon_ < 2.0
     assert spent(search) == search.privacy_spent_
-    # the score noise of "auto": one release alone spends a fifth of epsilon
-    alone = _rdp_epsilon(dp_accounting.GaussianDpEvent(search.score_noise_multiplier_), 1e-5)
-    assert alone == pytest.approx(0.4, rel=2e-3)
+    # the score noise of "auto": one release alone is (epsilon/5, delta/5)-DP, and no less noisy
+    z = search.score_noise_multiplier_
+    assert gaussian_delta(0.4, z) <= 0.2 * 1e-5 < gaussian_delta(0.4, z * (1 - 1e-5))
 
 
 def test_candidates_with_different_events(data):
@@ -169,7 +170,14 @@ def test_unplanned_event_is_refused(data):
             type(self).calls += 1
             return 1 if type(self).calls <= 16 else 5  # 16 planning draws see 1 release
 
-    search = PrivateSearchCV(ToyPrivateClassifier(), {"releases": Sneaky()}, random_state=0)
+    class Repeating(ToyPrivateClassifier):
+        """Releases calibrated one at a time: more releases cost more (not only rounding)."""
+
+        def planned_event(self, n_samples):
+            one = ToyPrivateClassifier(epsilon=self.epsilon, delta=self.delta)
+            return _repeat(one.planned_event(n_samples), int(self.releases))
+
+    search = PrivateSearchCV(Repeating(), {"releases": Sneaky()}, random_state=0)
     with pytest.raises(RuntimeError, match="did not plan"):
         search.fit(X, y)
 

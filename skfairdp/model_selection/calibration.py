@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import dp_accounting
 
-from ..privacy import calibrate_noise_multiplier
+from .._fit.budget import reserved_noise_multiplier
 from ..privacy.planning import planned_fit_event
 from .accounting import cover, rdp_spent
 from .candidates import configured
@@ -30,7 +30,7 @@ __all__ = [
     "largest_within",
 ]
 
-# score_noise_multiplier="auto": one score release alone spends this share of epsilon
+# score_noise_multiplier="auto": one score release alone spends this share of the budget
 SCORE_BUDGET_SHARE = 0.2
 
 
@@ -48,13 +48,12 @@ class InnerBudget:
 
 
 def auto_score_noise_multiplier(epsilon: float, delta: float) -> float:
-    """``score_noise_multiplier="auto"``: one score release alone spends a fifth of the budget."""
-    return calibrate_noise_multiplier(
-        SCORE_BUDGET_SHARE * float(epsilon),
-        delta,
-        dp_accounting.GaussianDpEvent,
-        accountant="rdp",
-    )
+    """``score_noise_multiplier="auto"``: one score release alone is ``(epsilon, delta) / 5``-DP.
+
+    The fit contract's rule for a release sized from a share of the budget (exact
+    Gaussian); the accountant then composes it with the run's fit.
+    """
+    return reserved_noise_multiplier(SCORE_BUDGET_SHARE, float(epsilon), delta)
 
 
 def calibrate_inner_budget(

@@ -89,7 +89,7 @@ __all__ = ["PrivateSearchCV"]
 class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
     """Private random hyperparameter search inside one ``(epsilon, delta)`` (Papernot & Steinke).
 
-    See the module docstring (:mod:`skfairdp.model_selection`) for the mechanism,
+    See the module docstring (:mod:`skfairdp.model_selection.search`) for the mechanism,
     its accounting and the selection rule; doc/model_selection.md for a guide.
 
     Parameters
@@ -127,9 +127,9 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         Share (or number) of rows held out to score the runs.
     score_noise_multiplier : float or "auto", default="auto"
         Std of the Gaussian noise on each validation count (sensitivity 1);
-        ``"auto"``: the multiplier with which one such release alone would spend
-        a fifth of ``epsilon`` at ``delta`` (about 20 at ``epsilon=1``,
-        ``delta=1e-5``: noise of std 20 on each count). In the composition with
+        ``"auto"``: the multiplier with which one such release alone is
+        ``(epsilon / 5, delta / 5)``-DP (exact Gaussian; 18.2 at ``epsilon=1``,
+        ``delta=1e-5``: noise of std 18 on each count). In the composition with
         a fit it costs far less than that fifth (RDP adds up): on Adult with
         DP-FERMI, the inner epsilon is 4% lower than with a noise of 38.
     random_state : int, RandomState or None, default=None
@@ -241,7 +241,7 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         self.secure_mode = secure_mode
 
     # -- metadata routing ------------------------------------------------------
-    def get_metadata_routing(self):
+    def get_metadata_routing(self) -> MetadataRouter:
         """Routes ``fit`` metadata (``sensitive_features``, ``sample_weight``) to the estimator."""
         return MetadataRouter(owner=self).add(
             estimator=self.estimator,
@@ -258,9 +258,8 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         shape = run_distribution_shape(self.distribution, self.shape)
         return dp_event.RepeatAndSelectDpEvent(run, float(self.n_candidates_mean), shape)
 
-    def _plan(self, n_samples: int) -> tuple[int, float, float, InnerBudget]:
+    def _plan(self, spaces: list[dict], n_samples: int) -> tuple[int, float, float, InnerBudget]:
         """``(n_val, delta, z_score, inner budget)`` of a search on ``n_samples`` rows."""
-        spaces = check_space(self.param_distributions)
         n_val = validation_rows(self.validation_size, n_samples)
         delta = resolve_delta(self.delta, n_samples)
         z = self.score_noise_multiplier
@@ -296,12 +295,12 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
             What ``fit`` records as ``dp_event_``.
         """
         self._validate_params()
-        _, _, z, budget = self._plan(int(n_samples))
+        _, _, z, budget = self._plan(check_space(self.param_distributions), int(n_samples))
         return self._search_event(budget.fit_event, z)
 
     # -- fit -----------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, *, sensitive_features=None, **fit_params):
+    def fit(self, X, y, *, sensitive_features=None, **fit_params) -> PrivateSearchCV:
         """Run the private search.
 
         Parameters
@@ -327,7 +326,7 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         if len(self.classes_) < 2:
             raise ValueError("PrivateSearchCV needs at least 2 classes in y")
         n = len(y)
-        n_val, delta, z, budget = self._plan(n)
+        n_val, delta, z, budget = self._plan(spaces, n)
         if not budget.exact:
             warnings.warn(
                 "the candidates' fit events differ and none dominates the others: a run is "

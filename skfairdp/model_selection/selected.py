@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
@@ -25,19 +26,19 @@ class SelectedModelMixin:
         return True
 
     @available_if(_estimator_has("predict"))
-    def predict(self, X):
+    def predict(self, X) -> np.ndarray:
         """Predictions of the selected model."""
         self._check_model()
         return self.best_estimator_.predict(X)
 
     @available_if(_estimator_has("predict_proba"))
-    def predict_proba(self, X):
+    def predict_proba(self, X) -> np.ndarray:
         """Class probabilities of the selected model."""
         self._check_model()
         return self.best_estimator_.predict_proba(X)
 
     @available_if(_estimator_has("decision_function"))
-    def decision_function(self, X):
+    def decision_function(self, X) -> np.ndarray:
         """Decision function of the selected model."""
         self._check_model()
         return self.best_estimator_.decision_function(X)
