@@ -27,14 +27,14 @@ from skfairdp.metrics import (
     equal_opportunity_violation,
     equalized_odds_violation,
 )
-from skfairdp.model_selection.search import (
+from skfairdp.model_selection import (
     PrivateSearchCV,
-    _noisy_statistics,
-    _selection_key,
     draw_n_runs,
     n_runs_pmf,
     run_distribution_shape,
 )
+from skfairdp.model_selection.accounting import cover
+from skfairdp.model_selection.statistics import noisy_statistics, selection_key
 from skfairdp.preprocessing import DPStandardScaler
 from skfairdp.privacy import (
     RandomSource,
@@ -43,6 +43,7 @@ from skfairdp.privacy import (
     resolve_delta,
     spent,
 )
+from skfairdp.privacy.analytic import gaussian_delta
 
 
 class ToyPrivateClassifier(ClassifierMixin, BaseEstimator):
@@ -119,15 +120,16 @@ def test_accounting_against_dp_accounting(data, distribution):
              "logarithmic": 0.0}[distribution]  # fmt: skip
     expected = dp_event.RepeatAndSelectDpEvent(run, 4.0, shape)
     assert search.dp_event_ == expected
+    assert search.planned_event(len(X)) == expected  # the plan is what the fit records
     eps = _rdp_epsilon(expected, 1e-5)
     assert search.privacy_spent_.epsilon == pytest.approx(eps, rel=1e-12)
     # calibrated: within the budget, and not wastefully below it
     assert 0.995 * 2.0 <= eps <= 2.0
     assert search.inner_epsilon_ < 2.0
     assert spent(search) == search.privacy_spent_
-    # the score noise of "auto": one release alone spends a fifth of epsilon
-    alone = _rdp_epsilon(dp_accounting.GaussianDpEvent(search.score_noise_multiplier_), 1e-5)
-    assert alone == pytest.approx(0.4, rel=2e-3)
+    # the score noise of "auto": one release alone is (epsilon/5, delta/5)-DP, and no less noisy
+    z = search.score_noise_multiplier_
+    assert gaussian_delta(0.4, z) <= 0.2 * 1e-5 < gaussian_delta(0.4, z * (1 - 1e-5))
 
 
 def test_candidates_with_different_events(data):
@@ -144,7 +146,6 @@ def test_candidates_with_different_events(data):
 
 
 def _crossing_curves_dominate():
-    from skfairdp.model_selection.search import _cover
     from skfairdp.privacy.accountant import _rdp_of
 
     a = dp_accounting.GaussianDpEvent(1.0)
@@ -153,8 +154,8 @@ def _crossing_curves_dominate():
     )
     ra, rb = _rdp_of(a), _rdp_of(b)
     assert np.any(ra > rb) and np.any(rb > ra)  # the curves cross
-    cover, exact = _cover([a, b])
-    assert cover == dp_accounting.ComposedDpEvent([a, b])
+    event, exact = cover([a, b])
+    assert event == dp_accounting.ComposedDpEvent([a, b])
     return exact
 
 
@@ -169,7 +170,14 @@ def test_unplanned_event_is_refused(data):
             type(self).calls += 1
             return 1 if type(self).calls <= 16 else 5  # 16 planning draws see 1 release
 
-    search = PrivateSearchCV(ToyPrivateClassifier(), {"releases": Sneaky()}, random_state=0)
+    class Repeating(ToyPrivateClassifier):
+        """Releases calibrated one at a time: more releases cost more (not only rounding)."""
+
+        def planned_event(self, n_samples):
+            one = ToyPrivateClassifier(epsilon=self.epsilon, delta=self.delta)
+            return _repeat(one.planned_event(n_samples), int(self.releases))
+
+    search = PrivateSearchCV(Repeating(), {"releases": Sneaky()}, random_state=0)
     with pytest.raises(RuntimeError, match="did not plan"):
         search.fit(X, y)
 
@@ -248,21 +256,21 @@ def test_noise_free_statistics_match_the_metrics(seed):
         ("equal_opportunity", equal_opportunity_violation),
         ("equalized_odds", equalized_odds_violation),
     ]:
-        stats = _noisy_statistics(cells, fairness, "accuracy")
+        stats = noisy_statistics(cells, fairness, "accuracy")
         assert stats["score"] == pytest.approx(np.mean(t == p))
         assert stats["violation"] == pytest.approx(metric(t, p, sensitive_features=g))
-    balanced = _noisy_statistics(cells, None, "balanced_accuracy")["score"]
+    balanced = noisy_statistics(cells, None, "balanced_accuracy")["score"]
     assert balanced == pytest.approx(balanced_accuracy_score(t, p))
 
 
 def test_selection_order():
-    key = lambda score, violation: _selection_key(  # noqa: E731
+    key = lambda score, violation: selection_key(  # noqa: E731
         {"score": score, "violation": violation}, 0.05
     )
     assert key(0.80, 0.04) > key(0.90, 0.06)  # meeting the bound beats a better score
     assert key(0.85, 0.01) > key(0.80, 0.04)  # among feasible: the better score
     assert key(0.70, 0.06) > key(0.90, 0.20)  # among infeasible: the smaller violation
-    assert _selection_key({"score": 0.9, "violation": 0.5}, None) > _selection_key(
+    assert selection_key({"score": 0.9, "violation": 0.5}, None) > selection_key(
         {"score": 0.8, "violation": 0.0}, None
     )
 

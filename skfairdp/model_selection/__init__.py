@@ -1,5 +1,6 @@
 """Private model selection: :class:`PrivateSearchCV` tunes inside one stated budget."""
 
-from .search import PrivateSearchCV, draw_n_runs, n_runs_pmf, run_distribution_shape
+from .distributions import draw_n_runs, n_runs_pmf, run_distribution_shape
+from .search import PrivateSearchCV
 
 __all__ = ["PrivateSearchCV", "draw_n_runs", "n_runs_pmf", "run_distribution_shape"]

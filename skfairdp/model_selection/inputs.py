@@ -1,0 +1,45 @@
+"""The search's input: rows, labels, the groups of the fairness statistics, the split size."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+from sklearn.utils import indexable
+from sklearn.utils.validation import _num_samples
+
+from ..fairness import encode_sensitive_features
+
+__all__ = ["check_search_input", "validation_rows"]
+
+
+def check_search_input(X, y, sensitive_features, fairness: str | None) -> tuple:
+    """``(X, y, groups, n_groups)``: indexable rows, labels as an array, encoded groups.
+
+    ``groups`` is None (one group) without ``fairness``; ``n_groups`` counts every
+    group, not only those that land in the validation part.
+    """
+    X, y = indexable(X, y)
+    y = np.asarray(y)
+    n = _num_samples(X)
+    if y.shape[0] != n:
+        raise ValueError(f"X has {n} rows but y has {y.shape[0]}")
+    if fairness is None:
+        return X, y, None, 1
+    if sensitive_features is None:
+        raise ValueError(f"fairness={fairness!r} needs fit(X, y, sensitive_features=...)")
+    groups, encoder = encode_sensitive_features(sensitive_features, n)
+    return X, y, groups, encoder.n_groups_
+
+
+def validation_rows(validation_size: float | int, n_samples: int) -> int:
+    """How many of ``n_samples`` rows score the runs (``ValueError`` if no training rows remain)."""
+    n_val = (
+        int(validation_size)
+        if isinstance(validation_size, numbers.Integral)
+        else math.ceil(float(validation_size) * n_samples)
+    )
+    if not 1 <= n_val < n_samples - 1:
+        raise ValueError(f"validation_size={validation_size!r} leaves no training rows")
+    return n_val
