@@ -56,7 +56,8 @@ from skfairdp._fit.base import (
     parameter_constraints,
 )
 from skfairdp._fit.validation import HiddenLayerSizes
-from skfairdp.dpsgd.core import CALIBRATIONS, NoisySGDClassifierBase
+from skfairdp.dpsgd.core import NoisySGDClassifierBase
+from skfairdp.dpsgd.same_batch import CALIBRATIONS
 
 pytestmark = pytest.mark.filterwarnings("ignore::skfairdp.baselines.UnboundedSensitivityWarning")
 
