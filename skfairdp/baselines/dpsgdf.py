@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike
 from .._fit.base import parameter_constraints
 from ..dpsgd.core import CrossEntropyProblem, NoisySGDClassifierBase
 from ..privacy import EventRecorder, noisy_histogram
+from .checks import groups_required
 
 
 def group_clip_bounds(
@@ -211,13 +212,8 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
         self._store_prefixed(kwargs)
 
     def _encode_groups(self, sensitive_features, n_samples):
-        return self._encode_sensitive(
-            sensitive_features,
-            n_samples,
-            required=f"sensitive_features is required: {type(self).__name__} clips each group at "
-            "its own bound. Pass fit(X, y, sensitive_features=...) (with metadata routing "
-            "enabled inside a Pipeline or GridSearchCV).",
-        )
+        why = f"{type(self).__name__} clips each group at its own bound"
+        return self._encode_sensitive(sensitive_features, n_samples, groups_required(why))
 
     def _count_noise_multiplier(self) -> float | str:
         return self.count_noise_multiplier

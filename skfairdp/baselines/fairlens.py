@@ -26,7 +26,6 @@ paper reports for this method, not a proven guarantee. It is a baseline.
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Real
 
 import numpy as np
@@ -39,10 +38,7 @@ from .._fit.base import parameter_constraints
 from ..dpsgd.core import CrossEntropyProblem, NoisySGDClassifierBase
 from ..engine import clipped_total
 from ..engine.per_sample import finite_outputs
-
-
-class UnboundedSensitivityWarning(UserWarning):
-    """A fit whose per-sample contributions are coupled, so ``C0`` does not bound sensitivity."""
+from .checks import check_two_groups_binary, groups_required, warn_unbounded_sensitivity
 
 
 class FairLensProblem(CrossEntropyProblem):
@@ -120,7 +116,7 @@ class FairLensClassifier(NoisySGDClassifierBase):
     Binary labels and exactly two groups. A comparison baseline: its batch
     regularisers couple samples, so the reported ``privacy_spent_`` (the
     DP-SGD accounting the paper uses) is not a proven guarantee, and every
-    private fit warns (:class:`UnboundedSensitivityWarning`).
+    private fit warns (:class:`~skfairdp.baselines.UnboundedSensitivityWarning`).
 
     Parameters
     ----------
@@ -205,34 +201,12 @@ class FairLensClassifier(NoisySGDClassifierBase):
 
     def _check_params(self) -> None:
         if not math.isinf(self.epsilon):
-            warnings.warn(
-                "FairLensClassifier's regularisers couple the samples of a batch, so the "
-                "per-sample clipping bound does not bound the sensitivity: privacy_spent_ is "
-                "the DP-SGD accounting reported in the literature for this baseline, not a "
-                "proven guarantee. Use GlobalScalingDPClassifier or DPSGDFClassifier for a "
-                "private model.",
-                UnboundedSensitivityWarning,
-                stacklevel=5,  # user -> fit -> _private_fit -> _fit_template -> here
-            )
+            warn_unbounded_sensitivity(stacklevel=5)  # user -> fit -> ... -> _check_params
 
     def _encode_groups(self, sensitive_features, n_samples):
-        codes = self._encode_sensitive(
-            sensitive_features,
-            n_samples,
-            required="sensitive_features is required: FairLensClassifier's regularisers "
-            "compare two groups. Pass fit(X, y, sensitive_features=...).",
-        )
-        if self.group_encoder_.n_groups_ != 2:
-            raise ValueError(
-                "FairLensClassifier supports exactly 2 groups in sensitive_features; got "
-                f"{self.group_encoder_.n_groups_} ({list(self.group_encoder_.group_labels_)})"
-            )
-        if len(self.classes_) != 2:
-            raise ValueError(
-                "Only binary classification is supported. The type of the target is "
-                f"multiclass ({len(self.classes_)} classes in y); FairLensClassifier's R2 "
-                "regulariser uses the positive-class probability."
-            )
+        why = "FairLensClassifier's regularisers compare two groups"
+        codes = self._encode_sensitive(sensitive_features, n_samples, groups_required(why))
+        check_two_groups_binary(self.group_encoder_, self.classes_)
         return codes
 
     def __sklearn_tags__(self):

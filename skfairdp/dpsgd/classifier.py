@@ -51,6 +51,9 @@ class DPSGDClassifier(UngroupedFitMixin, NoisySGDClassifierBase):
         Training (skorch's names); the default module is logistic regression.
     random_state, secure_mode, device, n_jobs, record_private_diagnostics, verbose
         Execution.
+    **kwargs
+        ``module__*`` and ``optimizer__*`` arguments of the module and the
+        optimizer (skorch's routing; visible to ``get_params``).
 
     Attributes
     ----------

@@ -63,6 +63,9 @@ class DPSGDRegressor(UngroupedFitMixin, ActivationModuleMixin, PrivateRegressorB
         Training (skorch's names); the default module is linear regression.
     random_state, secure_mode, device, n_jobs, record_private_diagnostics, verbose
         Execution.
+    **kwargs
+        ``module__*`` and ``optimizer__*`` arguments of the module and the
+        optimizer (skorch's routing; visible to ``get_params``).
 
     Attributes
     ----------
