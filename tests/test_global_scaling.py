@@ -18,13 +18,13 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 
-from skfairdp.dpsgd.core import split_noise_multiplier, step_events
 from skfairdp.dpsgd.global_scaling import (
     GlobalScalingDPClassifier,
     GlobalScalingProblem,
     scaling_weights,
     update_z,
 )
+from skfairdp.dpsgd.same_batch import split_noise_multiplier, step_events
 from skfairdp.engine import NoiseConfig, train
 from skfairdp.engine.clipping import clipped_sum
 from skfairdp.engine.per_sample import DenseGradients
@@ -443,11 +443,7 @@ def test_metadata_routing_disabled_is_plain_fit():
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("effective", [0.5, 1.0, 3.0, 10 / 3, 3.4, 9.99, 10.0, 10.89, 40.0])
 def test_auto_count_noise_keeps_the_joint_multiplier(effective):
-    from skfairdp.dpsgd.core import (
-        auto_count_noise_multiplier,
-        joint_noise_multiplier,
-        split_auto_noise_multiplier,
-    )
+    from skfairdp.dpsgd.same_batch import auto_count_noise_multiplier, split_auto_noise_multiplier
 
     z1 = split_auto_noise_multiplier(effective)
     z2 = auto_count_noise_multiplier(z1)

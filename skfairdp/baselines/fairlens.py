@@ -26,21 +26,19 @@ paper reports for this method, not a proven guarantee. It is a baseline.
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Real
 
+import numpy as np
 import torch
+from numpy.typing import ArrayLike
 from sklearn.utils._param_validation import Interval
 from torch.func import functional_call, grad, vmap
 
-from .._fit.base import Param, declare_parameters
+from .._fit.base import parameter_constraints
 from ..dpsgd.core import CrossEntropyProblem, NoisySGDClassifierBase
 from ..engine import clipped_total
 from ..engine.per_sample import finite_outputs
-
-
-class UnboundedSensitivityWarning(UserWarning):
-    """A fit whose per-sample contributions are coupled, so ``C0`` does not bound sensitivity."""
+from .checks import check_two_groups_binary, groups_required, warn_unbounded_sensitivity
 
 
 class FairLensProblem(CrossEntropyProblem):
@@ -118,7 +116,7 @@ class FairLensClassifier(NoisySGDClassifierBase):
     Binary labels and exactly two groups. A comparison baseline: its batch
     regularisers couple samples, so the reported ``privacy_spent_`` (the
     DP-SGD accounting the paper uses) is not a proven guarantee, and every
-    private fit warns (:class:`UnboundedSensitivityWarning`).
+    private fit warns (:class:`~skfairdp.baselines.UnboundedSensitivityWarning`).
 
     Parameters
     ----------
@@ -141,47 +139,74 @@ class FairLensClassifier(NoisySGDClassifierBase):
     effective_noise_multiplier_, history_, n_steps_, module_, classes_
     """
 
-    _parameters = declare_parameters(
+    _parameter_constraints = parameter_constraints(
         "activation",
         "sensitive_values",
         own={
-            "lambda_clip": Param(1.0, [Interval(Real, 0, None, closed="left")]),
-            "lambda_noise": Param(1.0, [Interval(Real, 0, None, closed="left")]),
+            "lambda_clip": [Interval(Real, 0, None, closed="left")],
+            "lambda_noise": [Interval(Real, 0, None, closed="left")],
         },
-        defaults={"lr": 0.1, "hidden_layer_sizes": (256, 256)},
-        positional=("lambda_clip", "lambda_noise"),
     )
+
+    def __init__(
+        self,
+        lambda_clip: float = 1.0,
+        lambda_noise: float = 1.0,
+        *,
+        epsilon: float = 1.0,
+        delta: float | str = "auto",
+        max_grad_norm: float = 1.0,
+        max_sample_weight: float = 1.0,
+        noise_multiplier: float | None = None,
+        activation: str = "tanh",
+        sensitive_values: ArrayLike | dict | None = None,
+        lr: float = 0.1,
+        batch_size: int = 256,
+        max_epochs: int = 20,
+        module: type | torch.nn.Module | None = None,
+        hidden_layer_sizes: tuple[int, ...] = (256, 256),
+        optimizer: type = torch.optim.SGD,
+        callbacks: list | None = None,
+        random_state: int | np.random.RandomState | None = None,
+        secure_mode: bool = False,
+        device: str | torch.device = "cpu",
+        n_jobs: int | None = None,
+        record_private_diagnostics: bool = False,
+        verbose: int = 0,
+        **kwargs,
+    ) -> None:
+        self.lambda_clip = lambda_clip
+        self.lambda_noise = lambda_noise
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_grad_norm = max_grad_norm
+        self.max_sample_weight = max_sample_weight
+        self.noise_multiplier = noise_multiplier
+        self.activation = activation
+        self.sensitive_values = sensitive_values
+        self.lr = lr
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.module = module
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.random_state = random_state
+        self.secure_mode = secure_mode
+        self.device = device
+        self.n_jobs = n_jobs
+        self.record_private_diagnostics = record_private_diagnostics
+        self.verbose = verbose
+        self._store_prefixed(kwargs)
 
     def _check_params(self) -> None:
         if not math.isinf(self.epsilon):
-            warnings.warn(
-                "FairLensClassifier's regularisers couple the samples of a batch, so the "
-                "per-sample clipping bound does not bound the sensitivity: privacy_spent_ is "
-                "the DP-SGD accounting reported in the literature for this baseline, not a "
-                "proven guarantee. Use GlobalScalingDPClassifier or DPSGDFClassifier for a "
-                "private model.",
-                UnboundedSensitivityWarning,
-                stacklevel=5,  # user -> fit -> _private_fit -> _fit_template -> here
-            )
+            warn_unbounded_sensitivity(stacklevel=5)  # user -> fit -> ... -> _check_params
 
     def _encode_groups(self, sensitive_features, n_samples):
-        codes = self._encode_sensitive(
-            sensitive_features,
-            n_samples,
-            required="sensitive_features is required: FairLensClassifier's regularisers "
-            "compare two groups. Pass fit(X, y, sensitive_features=...).",
-        )
-        if self.group_encoder_.n_groups_ != 2:
-            raise ValueError(
-                "FairLensClassifier supports exactly 2 groups in sensitive_features; got "
-                f"{self.group_encoder_.n_groups_} ({list(self.group_encoder_.group_labels_)})"
-            )
-        if len(self.classes_) != 2:
-            raise ValueError(
-                "Only binary classification is supported. The type of the target is "
-                f"multiclass ({len(self.classes_)} classes in y); FairLensClassifier's R2 "
-                "regulariser uses the positive-class probability."
-            )
+        why = "FairLensClassifier's regularisers compare two groups"
+        codes = self._encode_sensitive(sensitive_features, n_samples, groups_required(why))
+        check_two_groups_binary(self.group_encoder_, self.classes_)
         return codes
 
     def __sklearn_tags__(self):

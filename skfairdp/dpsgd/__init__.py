@@ -1,6 +1,7 @@
 """The DP-SGD family: plain DP-SGD (classifier, regressor) and DPSGD-Global-Adapt.
 
-- :mod:`.core`: the family's cross-entropy objective and gradient + count calibration.
+- :mod:`.core`: the family's base class, cross-entropy objective and group-less ``fit``.
+- :mod:`.same_batch`: a gradient and a count released on one batch, and their calibration.
 - :mod:`.classifier`: :class:`DPSGDClassifier`, the reductions' default oracle.
 - :mod:`.regressor`: :class:`DPSGDRegressor`, DP weighted least squares.
 - :mod:`.global_scaling`: :class:`GlobalScalingDPClassifier` (Esipova et al., ICLR 2023).

@@ -11,17 +11,18 @@ oracle that :class:`~skfairdp.CGOOReduction` calls, and a private baseline.
 
 from __future__ import annotations
 
-from sklearn.utils import metadata_routing
+import numpy as np
+import torch
 from sklearn.utils._param_validation import StrOptions
 
-from .._fit.base import declare_parameters
+from .._fit.base import parameter_constraints
 from .._fit.schedules import DPSGD
-from .core import CrossEntropyProblem, NoisySGDClassifierBase
+from .core import CrossEntropyProblem, NoisySGDClassifierBase, UngroupedFitMixin
 
 __all__ = ["DPSGDClassifier"]
 
 
-class DPSGDClassifier(NoisySGDClassifierBase):
+class DPSGDClassifier(UngroupedFitMixin, NoisySGDClassifierBase):
     """Cross-entropy classifier trained by DP-SGD with post-clipping sample weights.
 
     Parameters
@@ -50,6 +51,9 @@ class DPSGDClassifier(NoisySGDClassifierBase):
         Training (skorch's names); the default module is logistic regression.
     random_state, secure_mode, device, n_jobs, record_private_diagnostics, verbose
         Execution.
+    **kwargs
+        ``module__*`` and ``optimizer__*`` arguments of the module and the
+        optimizer (skorch's routing; visible to ``get_params``).
 
     Attributes
     ----------
@@ -65,36 +69,59 @@ class DPSGDClassifier(NoisySGDClassifierBase):
         The schedule the fit ran with (``"auto"`` resolved from ``n``).
     """
 
-    # fit(X, y) takes no sensitive_features: routers never send them here.
-    __metadata_request__fit = {"sensitive_features": metadata_routing.UNUSED}
-
-    _parameters = declare_parameters(
+    _parameter_constraints = parameter_constraints(
         "activation",
-        defaults={"batch_size": "auto", "max_epochs": "auto"},
         also_accept={
             "batch_size": [StrOptions({"auto"})],
             "max_epochs": [StrOptions({"auto"})],
         },
     )
-
-    def fit(self, X, y, *, sample_weight=None):
-        """Fit the model.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-            Public weights in ``[0, max_sample_weight]`` (any non-negative finite
-            weights when ``epsilon=inf``), applied after clipping.
-
-        Returns
-        -------
-        self
-        """
-        return self._private_fit(X, y, sample_weight=sample_weight)
-
     _schedule = DPSGD
+
+    def __init__(
+        self,
+        *,
+        epsilon: float = 1.0,
+        delta: float | str = "auto",
+        max_grad_norm: float = 1.0,
+        max_sample_weight: float = 1.0,
+        noise_multiplier: float | None = None,
+        activation: str = "tanh",
+        lr: float = 0.1,
+        batch_size: int | str = "auto",
+        max_epochs: int | str = "auto",
+        module: type | torch.nn.Module | None = None,
+        hidden_layer_sizes: tuple[int, ...] = (),
+        optimizer: type = torch.optim.SGD,
+        callbacks: list | None = None,
+        random_state: int | np.random.RandomState | None = None,
+        secure_mode: bool = False,
+        device: str | torch.device = "cpu",
+        n_jobs: int | None = None,
+        record_private_diagnostics: bool = False,
+        verbose: int = 0,
+        **kwargs,
+    ) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_grad_norm = max_grad_norm
+        self.max_sample_weight = max_sample_weight
+        self.noise_multiplier = noise_multiplier
+        self.activation = activation
+        self.lr = lr
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.module = module
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.random_state = random_state
+        self.secure_mode = secure_mode
+        self.device = device
+        self.n_jobs = n_jobs
+        self.record_private_diagnostics = record_private_diagnostics
+        self.verbose = verbose
+        self._store_prefixed(kwargs)
 
     def _make_problem(self, ctx, plan):
         return CrossEntropyProblem()

@@ -1,140 +1,35 @@
-"""The DP-SGD family: cross-entropy, one private gradient release (and maybe a count) per step.
+"""The DP-SGD family's base: cross-entropy, a private gradient (and maybe a count) per step.
 
-:class:`~skfairdp.GlobalScalingDPClassifier` and the paper's comparison methods
-(:mod:`skfairdp.baselines`) differ only in how a step processes per-sample
-gradients (the problem's ``private_sum`` hook) and in whether a step also
-releases a noisy count on the same batch. They fit by the base's one template
-(:meth:`skfairdp.base.PrivateClassifierBase._private_fit`); what they share
-beyond it lives here: the calibration of a gradient and a count released on
-the same batch, and the activation of the default MLP.
-
-Accounting of a step that releases a gradient sum (multiplier ``z1``) and a
-count (multiplier ``z2``) computed on the same Poisson batch, by the parameter
-``calibration``:
-
-``"accountant"`` (sound, default)
-    one sampled Gaussian mechanism with ``z_eff = (z1^-2 + z2^-2)^(-1/2)``;
-    ``z1`` is raised so that ``z_eff`` is the DP-SGD multiplier for the target.
-``"paper"`` (the papers' accounting, for reproduction)
-    two sampled Gaussian mechanisms composed as if their batches were
-    independent. The batch is shared, so this under-states epsilon (slightly
-    at ``z2 = 10``; a lot for small ``z2``).
+:class:`~skfairdp.DPSGDClassifier`, :class:`~skfairdp.GlobalScalingDPClassifier`
+and the paper's comparison methods (:mod:`skfairdp.baselines`) differ only in
+how a step processes per-sample gradients (the problem's ``private_sum`` hook)
+and in whether a step also releases a noisy count on the same batch. They fit
+by the one template (:class:`~skfairdp._fit.template.PrivateFitMixin`); what
+they share beyond it lives here: the objective, the default MLP's activation,
+the ``fit`` of the estimators without groups, and the budget hooks of a
+gradient and a count released on the same batch (:mod:`.same_batch`).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 
-import dp_accounting
 import torch
+from sklearn.utils import metadata_routing
 
 from .._fit.base import FitContext, NoisePlan, PrivateClassifierBase
 from .._fit.budget import calibrated_plan
 from ..nn import build_module
-from ..privacy import (
-    calibration,
-    epsilon_spent,
-    joint_noise_multiplier,
-    sampled_gaussian_steps_event,
+from ..privacy import joint_noise_multiplier
+from .same_batch import (
+    PAPER_COUNT_NOISE_MULTIPLIER,
+    auto_count_noise_multiplier,
+    paper_noise_multiplier,
+    split_auto_noise_multiplier,
+    split_noise_multiplier,
+    step_events,
+    warn_paper_accounting,
 )
-from ..privacy.events import compose
-
-#: Values of ``calibration`` (the shared parameter's options).
-CALIBRATIONS = ("accountant", "paper")
-
-
-def step_events(
-    noise_multiplier: float,
-    count_noise_multiplier: float,
-    sampling_rate: float,
-    steps: int,
-    calibration: str = "accountant",
-) -> dp_accounting.DpEvent:
-    """The event of ``steps`` steps that each release a gradient sum and a count (the plan).
-
-    Calibration plans with it; the fit's ``dp_event_`` is what its mechanisms
-    recorded (equal to this for the executed steps, up to the order of a
-    composition).
-
-    Parameters
-    ----------
-    noise_multiplier : float
-        ``z1``: gradient-noise std over the per-sample sensitivity.
-    count_noise_multiplier : float
-        ``z2``: count-noise std over the count's sensitivity (1); ``inf`` when
-        the step releases no count.
-    sampling_rate : float
-        Poisson rate ``q``.
-    steps : int
-        Number of steps executed.
-    calibration : {"accountant", "paper"}, default="accountant"
-        See the module docstring.
-    """
-    if calibration not in CALIBRATIONS:
-        raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
-    if calibration == "accountant" or math.isinf(count_noise_multiplier):
-        z_eff = joint_noise_multiplier(noise_multiplier, count_noise_multiplier)
-        return sampled_gaussian_steps_event(z_eff, sampling_rate, steps)
-    return compose(
-        [
-            sampled_gaussian_steps_event(noise_multiplier, sampling_rate, steps),
-            sampled_gaussian_steps_event(count_noise_multiplier, sampling_rate, steps),
-        ]
-    )
-
-
-#: ``count_noise_multiplier="auto"``: the paper's ``z2 = 10`` while that leaves the
-#: gradient at least ``AUTO_COUNT_RATIO**-1`` of the step's precision, else
-#: ``z2 = AUTO_COUNT_RATIO * z_eff`` (small data, where the target needs ``z_eff``
-#: near or above 10): the gradient's multiplier is then ``z_eff * sqrt(9/8)``,
-#: 6% more noise, and the count's noise grows with the gradient's.
-AUTO_COUNT_RATIO = 3.0
-PAPER_COUNT_NOISE_MULTIPLIER = 10.0
-
-
-def auto_count_noise_multiplier(noise_multiplier: float) -> float:
-    """``z2`` of ``count_noise_multiplier="auto"`` for a gradient multiplier ``z1``.
-
-    ``max(10, 2 sqrt(2) z1)``: with ``z2 = 2 sqrt(2) z1`` the effective multiplier
-    is ``z1 sqrt(8/9)`` and ``z2 = 3 z_eff`` (:data:`AUTO_COUNT_RATIO`).
-    """
-    r = AUTO_COUNT_RATIO
-    return max(PAPER_COUNT_NOISE_MULTIPLIER, float(noise_multiplier) * math.sqrt(r * r - 1))
-
-
-def split_auto_noise_multiplier(effective: float) -> float:
-    """Gradient multiplier ``z1`` whose ``"auto"`` count keeps the joint one ``>= effective``."""
-    if effective < PAPER_COUNT_NOISE_MULTIPLIER:
-        z1 = split_noise_multiplier(effective, PAPER_COUNT_NOISE_MULTIPLIER)
-        if auto_count_noise_multiplier(z1) == PAPER_COUNT_NOISE_MULTIPLIER:
-            return z1
-    r = AUTO_COUNT_RATIO
-    z1 = effective * r / math.sqrt(r * r - 1)
-    while joint_noise_multiplier(z1, auto_count_noise_multiplier(z1)) < effective:
-        z1 = math.nextafter(z1, math.inf)
-    return z1
-
-
-def split_noise_multiplier(effective: float, count_noise_multiplier: float) -> float:
-    """Gradient multiplier ``z1`` with ``(z1^-2 + z2^-2)^(-1/2) >= effective``.
-
-    Raises a ValueError naming ``count_noise_multiplier`` when ``z2 <= effective``
-    (the count alone would already spend the whole budget).
-    """
-    z2 = float(count_noise_multiplier)
-    if math.isinf(z2):
-        return effective
-    if not z2 > effective:
-        raise ValueError(
-            f"count_noise_multiplier={z2:g} must exceed the effective noise multiplier "
-            f"{effective:.4g} that the target epsilon needs: the noisy count alone would spend "
-            "the whole budget. Increase count_noise_multiplier (the paper uses 10) or epsilon."
-        )
-    z1 = (effective**-2 - z2**-2) ** -0.5
-    while joint_noise_multiplier(z1, z2) < effective:  # float rounding: never overspend
-        z1 = math.nextafter(z1, math.inf)
-    return z1
 
 
 class CrossEntropyProblem:
@@ -173,6 +68,34 @@ class ActivationModuleMixin:
         )
 
 
+class UngroupedFitMixin:
+    """``fit(X, y, *, sample_weight=None)``: an estimator that treats every row alike."""
+
+    # fit takes no sensitive_features: drop the base class's request, so routers
+    # never send them here.
+    __metadata_request__fit = {"sensitive_features": metadata_routing.UNUSED}
+
+    def fit(self, X, y, *, sample_weight=None):
+        """Fit the model (no group labels: every row is treated alike).
+
+        Parameters
+        ----------
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels (real values for a regressor).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Public weights in ``[0, max_sample_weight]`` (any non-negative finite
+            weights when ``epsilon=inf``), applied after clipping: each row's
+            processed gradient, and its share of any released count, is
+            multiplied by its weight.
+
+        Returns
+        -------
+        self
+        """
+        return self._private_fit(X, y, sample_weight=sample_weight)
+
+
 class NoisySGDClassifierBase(ActivationModuleMixin, PrivateClassifierBase):
     """Cross-entropy classifier trained by a DP-SGD variant (the fit is the base's template).
 
@@ -180,8 +103,8 @@ class NoisySGDClassifierBase(ActivationModuleMixin, PrivateClassifierBase):
     engine problem with a ``private_sum`` hook; a problem releasing a count
     records it in ``ctx.recorder``), ``_count_noise_multiplier`` (``inf`` when a
     step releases nothing but the gradient) and, when they use groups,
-    ``_encode_groups``. This class adds the calibration of a gradient and a
-    count released on the same batch (module docstring).
+    ``_encode_groups``. This class fills in the budget hooks of a gradient and a
+    count released on the same batch (:mod:`.same_batch`).
     """
 
     def _count_noise_multiplier(self) -> float | str:
@@ -199,9 +122,7 @@ class NoisySGDClassifierBase(ActivationModuleMixin, PrivateClassifierBase):
 
     def _calibration(self) -> str:
         """``calibration`` in effect (``"accountant"`` for an estimator without it)."""
-        if "calibration" not in self._parameters.defaults:
-            return "accountant"
-        return self.calibration
+        return getattr(self, "calibration", "accountant")
 
     def _recorded_view(self) -> str:
         # "paper": the papers' view of a step (gradient and count as if independent)
@@ -216,23 +137,8 @@ class NoisySGDClassifierBase(ActivationModuleMixin, PrivateClassifierBase):
     def _paper_plan(self, ctx: FitContext) -> NoisePlan:
         if self._count_noise_multiplier() == math.inf:  # the gradient alone: nothing to split
             return calibrated_plan(self, ctx)
-        statistics_multiplier = self._statistics_multiplier(math.nan)
-        q, steps = ctx.sampling_rate, ctx.planned_steps
-        count_only = epsilon_spent(
-            sampled_gaussian_steps_event(statistics_multiplier, q, steps), ctx.delta
-        ).epsilon
-        if count_only >= self.epsilon:
-            raise ValueError(
-                f"count_noise_multiplier={statistics_multiplier:g}: the noisy counts alone "
-                f"spend epsilon={count_only:.4g} >= the target epsilon={self.epsilon:g}; "
-                "increase count_noise_multiplier or epsilon."
-            )
-
-        def composed(z):
-            return ctx.with_steps(step_events(z, statistics_multiplier, q, steps, "paper"))
-
-        z1 = calibration.calibrate_noise_multiplier(self.epsilon, ctx.delta, composed)
-        return self._plan_for(z1, ctx)
+        count = self._statistics_multiplier(math.nan)
+        return self._plan_for(paper_noise_multiplier(self.epsilon, ctx, count), ctx)
 
     def _plan_for(self, noise_multiplier: float, ctx: FitContext) -> NoisePlan:
         statistics_multiplier = self._statistics_multiplier(noise_multiplier)
@@ -255,13 +161,5 @@ class NoisySGDClassifierBase(ActivationModuleMixin, PrivateClassifierBase):
             and self._calibration() == "paper"
             and self._count_noise_multiplier() != math.inf
         ):
-            sound = epsilon_spent(ctx.recorder.build("joint"), ctx.delta)
-            warnings.warn(
-                f"calibration='paper' reproduces the paper's accounting, which composes the "
-                f"gradient and the count as if their batches were independent; they share the "
-                f"batch, and the sound (joint) epsilon of this fit is {sound.epsilon:.4g}, not "
-                f"{self.privacy_spent_.epsilon:.4g}. Use calibration='accountant' outside "
-                "reproductions.",
-                UserWarning,
-                stacklevel=5,  # user -> fit -> _private_fit -> _fit_template -> here
-            )
+            # user -> fit -> _private_fit -> _fit_template -> here
+            warn_paper_accounting(ctx, self.privacy_spent_.epsilon, stacklevel=5)

@@ -26,12 +26,19 @@ import math
 
 import numpy as np
 import torch
-from sklearn.utils import metadata_routing
 from sklearn.utils._param_validation import StrOptions
 
-from .._fit.base import NON_NEGATIVE, POSITIVE, Param, declare_parameters
+from .._fit.base import NON_NEGATIVE, POSITIVE, parameter_constraints
 from ..privacy import EventRecorder, noisy_count
-from .core import CrossEntropyProblem, NoisySGDClassifierBase
+from .core import CrossEntropyProblem, NoisySGDClassifierBase, UngroupedFitMixin
+
+__all__ = [
+    "GlobalScalingDPClassifier",
+    "GlobalScalingProblem",
+    "VARIANTS",
+    "scaling_weights",
+    "update_z",
+]
 
 VARIANTS = ("adapt", "global", "clip")
 _TINY = 1e-12
@@ -167,7 +174,7 @@ class GlobalScalingProblem(CrossEntropyProblem):
         self.state = {"z": update_z(self.z, fraction, self.z_lr, self.z_min, self.z_max)}
 
 
-class GlobalScalingDPClassifier(NoisySGDClassifierBase):
+class GlobalScalingDPClassifier(UngroupedFitMixin, NoisySGDClassifierBase):
     """Differentially private classifier by DPSGD-Global-Adapt (global gradient scaling).
 
     Scales every per-sample gradient by the same ``C0 / Z`` (clipping only
@@ -274,43 +281,80 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
     :func:`skfairdp.diagnostics.disparate_impact_report`.
     """
 
-    # fit(X, y) takes no sensitive_features (no disparate treatment): drop the
-    # base class's request, so routers never send them here.
-    __metadata_request__fit = {"sensitive_features": metadata_routing.UNUSED}
-
-    _parameters = declare_parameters(
+    _parameter_constraints = parameter_constraints(
         "count_noise_multiplier",
         "calibration",
         "activation",
         own={
-            "variant": Param("adapt", [StrOptions(set(VARIANTS))]),
-            "z_init": Param(50.0, [POSITIVE]),
-            "z_lr": Param(0.1, [NON_NEGATIVE]),
-            "z_threshold": Param(1.0, [NON_NEGATIVE]),
-            "z_min": Param(None, [None, POSITIVE]),
-            "z_max": Param(None, [None, POSITIVE]),
+            "variant": [StrOptions(set(VARIANTS))],
+            "z_init": [POSITIVE],
+            "z_lr": [NON_NEGATIVE],
+            "z_threshold": [NON_NEGATIVE],
+            "z_min": [None, POSITIVE],
+            "z_max": [None, POSITIVE],
         },
-        defaults={"hidden_layer_sizes": (256, 256)},
-        positional=("variant",),
     )
 
-    def fit(self, X, y, *, sample_weight=None):
-        """Fit the model (no group labels: every row is treated alike).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-            Public weights in ``[0, max_sample_weight]`` (any non-negative finite
-            weights when ``epsilon=inf``): each row's scaled gradient and its share
-            of the released count are multiplied by its weight.
-
-        Returns
-        -------
-        self
-        """
-        return self._private_fit(X, y, sample_weight=sample_weight)
+    def __init__(
+        self,
+        variant: str = "adapt",
+        *,
+        epsilon: float = 1.0,
+        delta: float | str = "auto",
+        max_grad_norm: float = 1.0,
+        max_sample_weight: float = 1.0,
+        noise_multiplier: float | None = None,
+        z_init: float = 50.0,
+        z_lr: float = 0.1,
+        z_threshold: float = 1.0,
+        z_min: float | None = None,
+        z_max: float | None = None,
+        count_noise_multiplier: float | str = "auto",
+        calibration: str = "accountant",
+        activation: str = "tanh",
+        lr: float = 0.1,
+        batch_size: int = 256,
+        max_epochs: int = 20,
+        module: type | torch.nn.Module | None = None,
+        hidden_layer_sizes: tuple[int, ...] = (256, 256),
+        optimizer: type = torch.optim.SGD,
+        callbacks: list | None = None,
+        random_state: int | np.random.RandomState | None = None,
+        secure_mode: bool = False,
+        device: str | torch.device = "cpu",
+        n_jobs: int | None = None,
+        record_private_diagnostics: bool = False,
+        verbose: int = 0,
+        **kwargs,
+    ) -> None:
+        self.variant = variant
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_grad_norm = max_grad_norm
+        self.max_sample_weight = max_sample_weight
+        self.noise_multiplier = noise_multiplier
+        self.z_init = z_init
+        self.z_lr = z_lr
+        self.z_threshold = z_threshold
+        self.z_min = z_min
+        self.z_max = z_max
+        self.count_noise_multiplier = count_noise_multiplier
+        self.calibration = calibration
+        self.activation = activation
+        self.lr = lr
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.module = module
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.random_state = random_state
+        self.secure_mode = secure_mode
+        self.device = device
+        self.n_jobs = n_jobs
+        self.record_private_diagnostics = record_private_diagnostics
+        self.verbose = verbose
+        self._store_prefixed(kwargs)
 
     def _check_params(self) -> None:
         if self.z_min is not None and self.z_max is not None and self.z_min > self.z_max:
@@ -342,12 +386,3 @@ class GlobalScalingDPClassifier(NoisySGDClassifierBase):
         self.clip_fraction_history_ = stacked(problem.fraction_log)
         # public after the fit: the next Z (a function of the released counts)
         self.z_ = float(problem.z) if problem.z_log else float(self.z_init)
-
-
-__all__ = [
-    "GlobalScalingDPClassifier",
-    "GlobalScalingProblem",
-    "VARIANTS",
-    "scaling_weights",
-    "update_z",
-]

@@ -12,10 +12,11 @@ mode (Alabi's subgroup-weights case study, digest ``seed-002-cgoo.md`` §2.6):
 
 from __future__ import annotations
 
-from sklearn.utils import metadata_routing
+import numpy as np
+import torch
 
-from .._fit.base import PrivateRegressorBase, declare_parameters
-from .core import ActivationModuleMixin
+from .._fit.base import PrivateRegressorBase, parameter_constraints
+from .core import ActivationModuleMixin, UngroupedFitMixin
 
 __all__ = ["DPSGDRegressor", "SquaredErrorProblem"]
 
@@ -39,7 +40,7 @@ class SquaredErrorProblem:
         return (2.0 * residual.unsqueeze(1),), {"loss": residual**2}
 
 
-class DPSGDRegressor(ActivationModuleMixin, PrivateRegressorBase):
+class DPSGDRegressor(UngroupedFitMixin, ActivationModuleMixin, PrivateRegressorBase):
     """Least-squares regressor trained by DP-SGD with post-clipping sample weights.
 
     Parameters
@@ -62,6 +63,9 @@ class DPSGDRegressor(ActivationModuleMixin, PrivateRegressorBase):
         Training (skorch's names); the default module is linear regression.
     random_state, secure_mode, device, n_jobs, record_private_diagnostics, verbose
         Execution.
+    **kwargs
+        ``module__*`` and ``optimizer__*`` arguments of the module and the
+        optimizer (skorch's routing; visible to ``get_params``).
 
     Attributes
     ----------
@@ -81,28 +85,52 @@ class DPSGDRegressor(ActivationModuleMixin, PrivateRegressorBase):
     bounds each row's gradient, so the scale decides how much of it survives.
     """
 
-    # fit(X, y) takes no sensitive_features: routers never send them here.
-    __metadata_request__fit = {"sensitive_features": metadata_routing.UNUSED}
+    _parameter_constraints = parameter_constraints("activation")
 
-    _parameters = declare_parameters("activation")
-
-    def fit(self, X, y, *, sample_weight=None):
-        """Fit the model.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Real-valued targets.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Public weights in ``[0, max_sample_weight]`` (any non-negative finite
-            weights when ``epsilon=inf``), applied after clipping.
-
-        Returns
-        -------
-        self
-        """
-        return self._private_fit(X, y, sample_weight=sample_weight)
+    def __init__(
+        self,
+        *,
+        epsilon: float = 1.0,
+        delta: float | str = "auto",
+        max_grad_norm: float = 1.0,
+        max_sample_weight: float = 1.0,
+        noise_multiplier: float | None = None,
+        activation: str = "tanh",
+        lr: float = 0.1,
+        batch_size: int = 256,
+        max_epochs: int = 20,
+        module: type | torch.nn.Module | None = None,
+        hidden_layer_sizes: tuple[int, ...] = (),
+        optimizer: type = torch.optim.SGD,
+        callbacks: list | None = None,
+        random_state: int | np.random.RandomState | None = None,
+        secure_mode: bool = False,
+        device: str | torch.device = "cpu",
+        n_jobs: int | None = None,
+        record_private_diagnostics: bool = False,
+        verbose: int = 0,
+        **kwargs,
+    ) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_grad_norm = max_grad_norm
+        self.max_sample_weight = max_sample_weight
+        self.noise_multiplier = noise_multiplier
+        self.activation = activation
+        self.lr = lr
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.module = module
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.random_state = random_state
+        self.secure_mode = secure_mode
+        self.device = device
+        self.n_jobs = n_jobs
+        self.record_private_diagnostics = record_private_diagnostics
+        self.verbose = verbose
+        self._store_prefixed(kwargs)
 
     def _make_problem(self, ctx, plan) -> SquaredErrorProblem:
         return SquaredErrorProblem()
