@@ -333,18 +333,17 @@ def test_hidden_layer_sizes_must_be_positive_ints(cls):
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("cls", TEMPLATE, ids=_ids(TEMPLATE))
 def test_init_stores_every_parameter_and_only_leading_ones_are_positional(cls):
-    signature = inspect.signature(cls.__init__)
-    declared = cls._parameters
-    assert list(signature.parameters)[1:-1] == list(declared.defaults)
+    # declared (generated __init__) or explicit: the signature is the source of truth
+    *params, kwargs = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    assert kwargs.kind == kwargs.VAR_KEYWORD
     est = cls()
-    for name, default in declared.defaults.items():
-        assert getattr(est, name) is default  # stored unchanged
-    positional = [
-        name for name, p in signature.parameters.items() if p.kind == p.POSITIONAL_OR_KEYWORD
-    ]
-    assert positional == ["self", *declared.positional]
+    for p in params:
+        assert getattr(est, p.name) is p.default  # stored unchanged
+    positional = [p.name for p in params if p.kind == p.POSITIONAL_OR_KEYWORD]
+    assert [p.name for p in params[: len(positional)]] == positional  # leading ones only
+    assert all(p.kind == p.KEYWORD_ONLY for p in params[len(positional) :])
     with pytest.raises(TypeError):
-        cls(*range(len(declared.positional) + 1))  # e.g. epsilon is keyword-only
+        cls(*range(len(positional) + 1))  # e.g. epsilon is keyword-only
 
 
 def test_declare_parameters_rejects_inconsistent_declarations():
