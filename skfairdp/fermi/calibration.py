@@ -40,24 +40,16 @@ def theorem_3_3_plan(
 
     Parameters
     ----------
-    epsilon, delta : float
-        Target guarantee.
-    n_samples : int
-        ``n``.
+    epsilon, delta, n_samples, steps, rho, n_classes
+        As in :func:`~skfairdp.privacy.closed_form.theorem_3_3_sigmas`.
     batch_size : float
         Expected batch size ``m`` (the noise goes on sums of ``m`` rows).
-    steps : int
-        ``T``.
-    rho : float
-        Lower bound on every group's frequency.
     max_grad_norm : float
         The theta clip, as the theorem's ``L_theta``.
     dual_bound : float
         W's ball radius, as the theorem's ``D``.
     dual_clip : float
         The clip of one row's W-gradient (:func:`~skfairdp.fermi.problem.w_clip_norm`).
-    n_classes : int
-        ``l``.
     fairness_weight : float
         ``lambda``.
     privacy_unit : {"record", "sensitive"}

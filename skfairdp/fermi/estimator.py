@@ -1,7 +1,7 @@
 """DPFermiClassifier: DP-FERMI (Lowy, Gupta & Razaviyayn, ICLR 2023).
 
 min over theta, max over W of  mean_i [ loss_i(theta) + lambda * psi_i(theta, W) ]
-with the ERMI per-sample term psi (see :mod:`skfairdp.ermi`), solved by noisy
+with the ERMI per-sample term psi (see :mod:`skfairdp.fermi.ermi`), solved by noisy
 simultaneous gradient descent (theta) and projected ascent (W) on Poisson
 batches. What this module adds to the engine: the parameters, the per-sample
 objective, the private statistics (the group priors before training, theta's and
@@ -350,10 +350,12 @@ class DPFermiClassifier(PrivateClassifierBase):
         )
 
     def _split_joint(self, joint):
+        """theta's multiplier from the joint one of a step (W's is DUAL_NOISE_RATIO times it)."""
         ratio = DUAL_NOISE_RATIO if self.fairness_weight > 0 else math.inf
         return joint * math.sqrt(1.0 + ratio**-2)  # z_theta when z_w = ratio z_theta
 
     def _plan_for(self, noise_multiplier, ctx):
+        """Each step releases theta's noisy gradient sum and W's noisy rows, one joint Gaussian."""
         has_dual = self.fairness_weight > 0
         # with lambda = 0 under "sensitive" nothing depends on s: nothing to noise
         if not (has_dual or self.privacy_unit == "record"):
@@ -365,6 +367,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         )
 
     def _paper_plan(self, ctx):
+        """``calibration="paper"``: Theorem 3.3's sigmas (:mod:`.calibration`)."""
         return theorem_3_3_plan(
             epsilon=self.epsilon,
             delta=ctx.delta,
@@ -382,6 +385,12 @@ class DPFermiClassifier(PrivateClassifierBase):
         )
 
     def _make_problem(self, ctx, plan):
+        """The min-max objective, and how W moves: best response or projected ascent.
+
+        ``lr_dual="auto"``: W is the shrunk best response to a running mean, of rate
+        :func:`auto_dual_rate`, of the released batch histograms (their noise std is
+        known from the plan). A float: the paper's projected ascent with that step.
+        """
         lam = float(self.fairness_weight)
         released = ctx.released
         lr_dual = self.lr_dual
@@ -418,6 +427,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         )
 
     def _per_row_tensors(self, ctx):
+        """Per row: (label, group, W block) and (label-weighted, plain) psi weights."""
         # two packed tensors (int codes, float weights): two index_selects per step
         block, active = ctx.released["block"], ctx.released["active"]
         packed = np.stack([ctx.y, ctx.groups, block], axis=1)
@@ -426,6 +436,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         return torch.as_tensor(packed), torch.as_tensor(weights, dtype=torch.float32)
 
     def _store_fitted(self, problem, plan) -> None:
+        """The returned model (the tail average with ``iterate="average"``) and W."""
         if problem.average is not None:
             problem.average.load()
         self.W_ = problem.W.cpu().numpy()
