@@ -341,6 +341,8 @@ def test_init_stores_every_parameter_and_only_leading_ones_are_positional(cls):
         assert getattr(est, p.name) is p.default  # stored unchanged
     positional = [p.name for p in params if p.kind == p.POSITIONAL_OR_KEYWORD]
     assert not set(positional) & set(COMMON_CONSTRAINTS)  # only the estimator's own
+    assert [p.name for p in params[: len(positional)]] == positional  # leading ones only
+    assert all(p.kind == p.KEYWORD_ONLY for p in params[len(positional) :])
     with pytest.raises(TypeError):
         cls(*range(len(positional) + 1))  # e.g. epsilon is keyword-only
 

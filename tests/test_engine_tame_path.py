@@ -186,7 +186,7 @@ def test_a_tame_private_step_reads_the_host_three_times_and_forms_no_float64():
     """Outputs' finiteness, the primal tame check and the dual tame check: one read each."""
     from skfairdp.engine import NoiseConfig
     from skfairdp.engine.step import release
-    from skfairdp.fermi.estimator import ErmiProblem
+    from skfairdp.fermi.problem import ErmiProblem
     from skfairdp.privacy import EventRecorder, RandomSource
 
     torch.manual_seed(0)

@@ -26,7 +26,7 @@ from skfairdp.federated.estimator import _seeds
 from skfairdp.federated.local import run_local
 from skfairdp.federated.release import clipped_sums
 from skfairdp.fermi import ermi
-from skfairdp.fermi.estimator import w_clip_norm
+from skfairdp.fermi.problem import w_clip_norm
 from skfairdp.privacy import RandomSource
 from skfairdp.privacy.events import sampled_gaussian_steps_event
 

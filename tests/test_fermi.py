@@ -14,10 +14,10 @@ from torch import nn
 from torch.nn import functional as F
 
 import skfairdp._fit.template
-import skfairdp.fermi.estimator as fermi
+import skfairdp.fermi.problem as fermi
 from skfairdp._fit import schedules
-from skfairdp.fermi import ermi
-from skfairdp.fermi.estimator import DPFermiClassifier, ErmiProblem
+from skfairdp.fermi import DPFermiClassifier, ermi
+from skfairdp.fermi.problem import ErmiProblem
 from skfairdp.metrics import demographic_parity_violation
 from skfairdp.privacy import epsilon_spent, resolve_delta
 

@@ -22,7 +22,8 @@ from torch import nn
 
 import skfairdp.fermi.problem as fermi_core
 from skfairdp.engine import NoiseConfig, train
-from skfairdp.fermi.estimator import DPFermiClassifier, ErmiProblem
+from skfairdp.fermi import DPFermiClassifier
+from skfairdp.fermi.problem import ErmiProblem
 from skfairdp.privacy import RandomSource
 from skfairdp.raco.estimator import RaCODPClassifier, RacoProblem
 

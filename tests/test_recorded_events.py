@@ -23,7 +23,7 @@ from torch import nn
 
 import skfairdp.dpsgd.global_scaling as global_scaling
 import skfairdp.engine.step as step
-import skfairdp.fermi.estimator as fermi
+import skfairdp.fermi.priors as fermi
 import skfairdp.privacy.sampling as sampling
 from skfairdp import DPFermiClassifier, GlobalScalingDPClassifier, RaCODPClassifier
 from skfairdp.baselines import DPSGDFClassifier, FairLensClassifier

@@ -108,7 +108,7 @@ if __name__ == "__main__":  # regenerate the golden file (only from the pre-spli
 
 def _fermi_parts(seed=0):
     from skfairdp.engine import PerSampleGradients
-    from skfairdp.fermi.estimator import ErmiProblem
+    from skfairdp.fermi.problem import ErmiProblem
 
     torch.manual_seed(seed)
     module = torch.nn.Linear(3, 2)

@@ -16,17 +16,27 @@ released), so it costs no privacy:
   **mixture** (the randomised classifier that draws one iterate per prediction)
   or the candidates of a selection.
 
+:class:`TailAverage` is the plain mean over the tail alone, without copies.
+
 :func:`iterate_outputs` evaluates the copies on data. This module knows nothing
 about privacy or fairness.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from torch.func import functional_call
 
-__all__ = ["IterateTrack", "iterate_outputs", "flat_parameters", "load_flat_parameters"]
+__all__ = [
+    "IterateTrack",
+    "TailAverage",
+    "iterate_outputs",
+    "flat_parameters",
+    "load_flat_parameters",
+]
 
 
 def flat_parameters(module: torch.nn.Module) -> torch.Tensor:
@@ -141,3 +151,46 @@ class IterateTrack:
     def stacked(self) -> np.ndarray:
         """The copies, shape (n_copies, n_params), float32."""
         return torch.stack(self.copies).cpu().numpy()
+
+
+class TailAverage:
+    """Running mean of a module's trainable parameters over the last steps of a run.
+
+    ``step()`` after every optimizer step; the steps after ``start`` (the first
+    ``1 - tail`` of ``total_steps``) are summed, in float64. Post-processing of the
+    iterates (which are released), so it costs no privacy.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The model being trained (its parameters are replaced by :meth:`load`).
+    total_steps : int
+        Steps the run will take (planned).
+    tail : float in (0, 1], default=0.5
+        Fraction of the run, at its end, that the mean covers (at least its last step).
+    """
+
+    def __init__(self, module: torch.nn.Module, total_steps: int, tail: float = 0.5):
+        self.params = [p for p in module.parameters() if p.requires_grad]
+        self.start = min(int(total_steps) - 1, int(math.floor(total_steps * (1.0 - tail))))
+        self.t = 0
+        self.n = 0
+        self.sums = [torch.zeros_like(p, dtype=torch.float64) for p in self.params]
+
+    def step(self) -> None:
+        """Add the parameters after one more step (once past ``start``)."""
+        self.t += 1
+        if self.t <= self.start:
+            return
+        self.n += 1
+        with torch.no_grad():
+            for total, p in zip(self.sums, self.params):
+                total.add_(p.detach())
+
+    def load(self) -> None:
+        """Replace the module's parameters by their mean (no-op if no step was summed)."""
+        if self.n == 0:
+            return
+        with torch.no_grad():
+            for total, p in zip(self.sums, self.params):
+                p.copy_((total / self.n).to(p.dtype))

@@ -1,55 +1,38 @@
 """DPFermiClassifier: DP-FERMI (Lowy, Gupta & Razaviyayn, ICLR 2023).
 
 min over theta, max over W of  mean_i [ loss_i(theta) + lambda * psi_i(theta, W) ]
-with the ERMI per-sample term psi (see :mod:`skfairdp.ermi`), solved by noisy
+with the ERMI per-sample term psi (see :mod:`skfairdp.fermi.ermi`), solved by noisy
 simultaneous gradient descent (theta) and projected ascent (W) on Poisson
-batches. What this module adds to the engine: the per-sample objective, the
-group-prior release, and how W moves.
+batches. What this module adds to the engine: the parameters, the per-sample
+objective, the private statistics (the group priors before training, theta's and
+W's noisy sums per step), and how W moves. Beside it: :mod:`.priors` (the prior
+release and the rho rules), :mod:`.problem` (:class:`ErmiProblem` and W's rules),
+:mod:`.calibration` (Theorem 3.3's plan for ``calibration="paper"``).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Real
 
 import numpy as np
 import torch
-from dp_accounting import NoOpDpEvent
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._fit.base import (
-    POSITIVE,
-    NoisePlan,
-    Param,
-    PrivateClassifierBase,
-    declare_parameters,
-)
+from .._fit.base import POSITIVE, NoisePlan, PrivateClassifierBase, parameter_constraints
 from .._fit.schedules import DPFERMI
-from ..privacy import gaussian_release_event, joint_noise_multiplier, noisy_histogram
-from ..privacy.analytic import gaussian_noise_multiplier
-from ..privacy.closed_form import theorem_3_3_preconditions, theorem_3_3_sigmas
-from .priors import check_priors_against_rho, public_priors
-from .problem import (  # noqa: F401 (also the names that lived here, re-exported)
-    AUTO_LR_DUAL_FRACTION,
-    AVERAGE_TAIL,
-    DENSE_W_LIMIT,
+from ..engine.iterates import TailAverage
+from ..privacy import joint_noise_multiplier
+from .calibration import theorem_3_3_plan
+from .priors import min_cell_share, release_priors
+from .problem import (
     DUAL_BOUND_MARGIN,
     DUAL_NOISE_RATIO,
-    DUAL_NOISE_SHARE,
-    DUAL_NOISE_TOLERANCE,
-    DUAL_RATE_TOLERANCE,
     FAIRNESS_NOTIONS,
-    FAIRNESS_WEIGHT_SCALE,
     GROUP_PRIOR_BUDGET_SHARE,
-    MAX_DUAL_RATE,
-    MIN_DUAL_MEMORY_FRACTION,
     ErmiProblem,
-    TailAverage,
     auto_dual_rate,
-    auto_dual_step,
     objective_scales,
-    shrunk_best_response,
     w_clip_norm,
 )
 
@@ -219,28 +202,21 @@ class DPFermiClassifier(PrivateClassifierBase):
     n_steps_ : int
     """
 
-    _parameters = declare_parameters(
+    _parameter_constraints = parameter_constraints(
         "privacy_unit",
         "iterate",
         "calibration",
         "accountant",
         "sensitive_values",
         own={
-            "fairness": Param("demographic_parity", [StrOptions(set(FAIRNESS_NOTIONS))]),
-            "fairness_weight": Param(1.0, [Interval(Real, 0, None, closed="left")]),
-            "dual_bound": Param("auto", [StrOptions({"auto"}), POSITIVE]),
-            "rho": Param(0.05, [Interval(Real, 0, 0.5, closed="right")]),
-            "group_priors": Param(None, [None, "array-like", dict]),
-            "lr_dual": Param("auto", [StrOptions({"auto"}), POSITIVE]),
-            "dual_rates": Param("hard", [StrOptions({"hard", "soft"})]),
+            "fairness": [StrOptions(set(FAIRNESS_NOTIONS))],
+            "fairness_weight": [Interval(Real, 0, None, closed="left")],
+            "dual_bound": [StrOptions({"auto"}), POSITIVE],
+            "rho": [Interval(Real, 0, 0.5, closed="right")],
+            "group_priors": [None, "array-like", dict],
+            "lr_dual": [StrOptions({"auto"}), POSITIVE],
+            "dual_rates": [StrOptions({"hard", "soft"})],
         },
-        defaults={
-            "max_epochs": "auto",
-            "batch_size": "auto",
-            "max_grad_norm": "auto",
-            "iterate": "average",
-        },
-        positional=("fairness", "fairness_weight"),
         also_accept={
             "batch_size": [StrOptions({"auto"})],
             "max_epochs": [StrOptions({"auto"})],
@@ -248,8 +224,74 @@ class DPFermiClassifier(PrivateClassifierBase):
             "max_grad_norm": [StrOptions({"auto"})],
         },
     )
-
     _schedule = DPFERMI
+
+    def __init__(
+        self,
+        fairness="demographic_parity",
+        fairness_weight=1.0,
+        *,
+        epsilon=1.0,
+        delta="auto",
+        max_grad_norm="auto",
+        max_sample_weight=1.0,
+        noise_multiplier=None,
+        dual_bound="auto",
+        rho=0.05,
+        group_priors=None,
+        lr_dual="auto",
+        dual_rates="hard",
+        privacy_unit="record",
+        iterate="average",
+        calibration="accountant",
+        accountant="auto",
+        sensitive_values=None,
+        lr=0.1,
+        batch_size="auto",
+        max_epochs="auto",
+        module=None,
+        hidden_layer_sizes=(),
+        optimizer=torch.optim.SGD,
+        callbacks=None,
+        random_state=None,
+        secure_mode=False,
+        device="cpu",
+        n_jobs=None,
+        record_private_diagnostics=False,
+        verbose=0,
+        **kwargs,
+    ):
+        self.fairness = fairness
+        self.fairness_weight = fairness_weight
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_grad_norm = max_grad_norm
+        self.max_sample_weight = max_sample_weight
+        self.noise_multiplier = noise_multiplier
+        self.dual_bound = dual_bound
+        self.rho = rho
+        self.group_priors = group_priors
+        self.lr_dual = lr_dual
+        self.dual_rates = dual_rates
+        self.privacy_unit = privacy_unit
+        self.iterate = iterate
+        self.calibration = calibration
+        self.accountant = accountant
+        self.sensitive_values = sensitive_values
+        self.lr = lr
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.module = module
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.random_state = random_state
+        self.secure_mode = secure_mode
+        self.device = device
+        self.n_jobs = n_jobs
+        self.record_private_diagnostics = record_private_diagnostics
+        self.verbose = verbose
+        self._store_prefixed(kwargs)
 
     # -- hooks of the fit template ----------------------------------------------
     def _check_params(self) -> None:
@@ -272,69 +314,34 @@ class DPFermiClassifier(PrivateClassifierBase):
 
     def _upfront_releases(self, ctx):
         """Group priors (one noisy histogram unless public) and label weights; W's ball."""
-        n, n_classes, private = ctx.n_samples, ctx.n_classes, ctx.private
-        lam = float(self.fairness_weight)
-        n_groups = self.group_encoder_.n_groups_ if self.group_encoder_ is not None else 1
-        block, active, n_blocks = self._blocks(ctx.y, n_classes)
-        rho = float(self.rho)
-        sensitive_unit = self.privacy_unit == "sensitive"
-        uses_groups = lam > 0
-        releases_priors = uses_groups and self.group_priors is None
-        conditional = uses_groups and self.fairness != "demographic_parity"
-        # label frequencies (for the label weights) are private only under "record"
-        releases_histogram = private and (releases_priors or (conditional and not sensitive_unit))
-        statistics_multiplier = math.inf
-        if releases_histogram:
-            # Sized by the exact Gaussian curve, which reaches any epsilon > 0 (an RDP
-            # conversion bottoms out near 0.006); the whole event is accounted below.
-            # Under "sensitive", PLD's replace-one Gaussian is a shift of 2 per unit.
-            share = GROUP_PRIOR_BUDGET_SHARE
-            statistics_multiplier = gaussian_noise_multiplier(
-                share * self.epsilon, share * ctx.delta, sensitivity=2.0 if sensitive_unit else 1.0
-            )
-        priors, label_freq = self._group_priors(ctx, n_groups, n_blocks, statistics_multiplier)
-        self.group_priors_ = priors
-        self.label_weights_ = (
-            1.0 / (n_classes * np.maximum(label_freq, rho)) if conditional else np.ones(n_classes)
+        release = release_priors(
+            ctx,
+            fairness=self.fairness,
+            fairness_weight=self.fairness_weight,
+            rho=self.rho,
+            privacy_unit=self.privacy_unit,
+            epsilon=self.epsilon,
+            group_priors=self.group_priors,
+            group_encoder=self.group_encoder_,
+            classes=self.classes_,
         )
-        if uses_groups:
-            # a fraction estimated from the data below rho is clamped at rho like every
-            # prior (the sensitivity bounds use the clamped values): a warning, not an error
-            check_priors_against_rho(
-                priors,
-                rho,
-                self._prior_labels(n_blocks),
-                declared=not releases_priors,
-                source=(
-                    f"come from a noisy histogram (noise multiplier {statistics_multiplier:.3g}, "
-                    f"{GROUP_PRIOR_BUDGET_SHARE:.0%} of epsilon) of n={n} rows"
-                    if private
-                    else f"were counted on the n={n} training rows (epsilon=inf)"
-                ),
-                remedy=(
-                    "pass public group_priors=... or use a larger epsilon"
-                    if private
-                    else "lower rho (it bounds the sensitivity only when epsilon is finite)"
-                ),
-                stacklevel=5,  # user -> fit -> _private_fit -> _fit_template -> here
-            )
-        pinv = torch.as_tensor(np.maximum(priors, rho), dtype=torch.float32).rsqrt()
-        pinv = pinv.to(ctx.device)
+        self.group_priors_, self.label_weights_ = release.priors, release.label_weights
+        pinv = torch.as_tensor(np.maximum(release.priors, float(self.rho)), dtype=torch.float32)
+        pinv = pinv.rsqrt().to(ctx.device)
         # ||W*[b]||_F <= sqrt(l) * max_r pinv[b, r] for every theta (pinv is public:
         # released noisily or given), and <= sqrt(l / rho) since priors are clamped at rho.
         dual_bound = self.dual_bound
         dual_bound = (
-            DUAL_BOUND_MARGIN * math.sqrt(n_classes) * float(pinv.max())
+            DUAL_BOUND_MARGIN * math.sqrt(ctx.n_classes) * float(pinv.max())
             if dual_bound == "auto"
             else float(dual_bound)
         )
         ctx.released.update(
-            block=block, active=active, n_blocks=n_blocks, n_groups=n_groups, pinv=pinv,
-            dual_bound=dual_bound, dual_clip=w_clip_norm(lam, pinv),
+            block=release.block, active=release.active, n_blocks=release.n_blocks,
+            n_groups=release.n_groups, pinv=pinv, dual_bound=dual_bound,
+            dual_clip=w_clip_norm(float(self.fairness_weight), pinv),
         )  # fmt: skip
-        return (
-            gaussian_release_event(statistics_multiplier) if releases_histogram else NoOpDpEvent()
-        )
+        return release.event
 
     def _outside_steps_note(self) -> str:
         return (
@@ -343,10 +350,12 @@ class DPFermiClassifier(PrivateClassifierBase):
         )
 
     def _split_joint(self, joint):
+        """theta's multiplier from the joint one of a step (W's is DUAL_NOISE_RATIO times it)."""
         ratio = DUAL_NOISE_RATIO if self.fairness_weight > 0 else math.inf
         return joint * math.sqrt(1.0 + ratio**-2)  # z_theta when z_w = ratio z_theta
 
     def _plan_for(self, noise_multiplier, ctx):
+        """Each step releases theta's noisy gradient sum and W's noisy rows, one joint Gaussian."""
         has_dual = self.fairness_weight > 0
         # with lambda = 0 under "sensitive" nothing depends on s: nothing to noise
         if not (has_dual or self.privacy_unit == "record"):
@@ -357,7 +366,31 @@ class DPFermiClassifier(PrivateClassifierBase):
             primal_multiplier=noise_multiplier, dual_multiplier=z_w, effective_multiplier=effective
         )
 
+    def _paper_plan(self, ctx):
+        """``calibration="paper"``: Theorem 3.3's sigmas (:mod:`.calibration`)."""
+        return theorem_3_3_plan(
+            epsilon=self.epsilon,
+            delta=ctx.delta,
+            n_samples=ctx.n_samples,
+            batch_size=ctx.sampler.expected_batch_size,
+            steps=ctx.planned_steps,
+            rho=float(self.rho),
+            max_grad_norm=self.max_grad_norm_,
+            dual_bound=ctx.released["dual_bound"],
+            dual_clip=ctx.released["dual_clip"],
+            n_classes=ctx.n_classes,
+            fairness_weight=float(self.fairness_weight),
+            privacy_unit=self.privacy_unit,
+            stacklevel=6,  # user -> fit -> _private_fit -> _fit_template -> noise_plan -> here
+        )
+
     def _make_problem(self, ctx, plan):
+        """The min-max objective, and how W moves: best response or projected ascent.
+
+        ``lr_dual="auto"``: W is the shrunk best response to a running mean, of rate
+        :func:`auto_dual_rate`, of the released batch histograms (their noise std is
+        known from the plan). A float: the paper's projected ascent with that step.
+        """
         lam = float(self.fairness_weight)
         released = ctx.released
         lr_dual = self.lr_dual
@@ -368,9 +401,10 @@ class DPFermiClassifier(PrivateClassifierBase):
             z_w = plan.dual_multiplier
             if ctx.private and z_w is not None and math.isfinite(z_w):
                 noise_std = z_w * ctx.max_weight / ctx.sampler.expected_batch_size
-            dual_rate = (
-                auto_dual_rate(steps, noise_std, self._min_cell_share(ctx)) if lam > 0 else 0.0
-            )
+            dual_rate = 0.0
+            if lam > 0:
+                share = min_cell_share(released["pinv"], self.fairness, self.label_weights_)
+                dual_rate = auto_dual_rate(steps, noise_std, share)
             lr_dual = dual_rate
         self.lr_dual_ = float(lr_dual)
         self.objective_scales_ = objective_scales(lam, ctx.private, self.privacy_unit)
@@ -392,23 +426,8 @@ class DPFermiClassifier(PrivateClassifierBase):
             dual_noise_std=noise_std,
         )
 
-    def _min_cell_share(self, ctx) -> float:
-        """Smallest expected share of a batch in one (block, group) cell of W's histogram.
-
-        From public or released values only: the priors (clamped at ``rho``) times, for
-        the conditional notions, the label frequency of the block (from
-        ``label_weights_``, itself from the released histogram).
-        """
-        priors = ctx.released["pinv"].double().pow(-2).cpu().numpy()  # (blocks, k)
-        if self.fairness == "demographic_parity":
-            return float(priors.min())
-        n_classes = len(self.label_weights_)
-        label_share = 1.0 / (n_classes * self.label_weights_)  # max(p_Y, rho)
-        if self.fairness == "equal_opportunity":
-            label_share = label_share[-1:]
-        return float((label_share[: priors.shape[0], None] * priors).min())
-
     def _per_row_tensors(self, ctx):
+        """Per row: (label, group, W block) and (label-weighted, plain) psi weights."""
         # two packed tensors (int codes, float weights): two index_selects per step
         block, active = ctx.released["block"], ctx.released["active"]
         packed = np.stack([ctx.y, ctx.groups, block], axis=1)
@@ -417,6 +436,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         return torch.as_tensor(packed), torch.as_tensor(weights, dtype=torch.float32)
 
     def _store_fitted(self, problem, plan) -> None:
+        """The returned model (the tail average with ``iterate="average"``) and W."""
         if problem.average is not None:
             problem.average.load()
         self.W_ = problem.W.cpu().numpy()
@@ -424,128 +444,3 @@ class DPFermiClassifier(PrivateClassifierBase):
 
     def _accountant_options(self) -> dict:
         return {"accountant": self.accountant, "privacy_unit": self.privacy_unit}
-
-    # -- pieces of fit ----------------------------------------------------------
-    def _blocks(self, y_enc, n_classes):
-        """Which W block each sample uses, and whether its psi term is active."""
-        n = len(y_enc)
-        if self.fairness == "demographic_parity":
-            return np.zeros(n, dtype=np.int64), np.ones(n), 1
-        if self.fairness == "equalized_odds":
-            return y_enc.astype(np.int64), np.ones(n), n_classes
-        positive = n_classes - 1
-        return np.zeros(n, dtype=np.int64), (y_enc == positive).astype(float), 1
-
-    def _prior_labels(self, n_blocks):
-        groups = list(self.group_encoder_.group_labels_)
-        # .tolist() gives Python scalars: y='hi', not y=np.str_('hi')
-        classes = self.classes_.tolist()
-        if self.fairness == "demographic_parity":
-            return [groups]
-        if self.fairness == "equal_opportunity":
-            return [[f"{g} | y={classes[-1]!r}" for g in groups]]
-        return [[f"{g} | y={c!r}" for g in groups] for c in classes[:n_blocks]]
-
-    def _group_priors(self, ctx, n_groups, n_blocks, statistics_multiplier):
-        """Group priors per block and, for conditional notions, label frequencies.
-
-        Everything private comes from one noisy histogram: of groups (demographic
-        parity) or of (label, group) cells (conditional notions), whose row sums
-        give the label frequencies. With public ``group_priors`` and
-        ``privacy_unit="record"`` a conditional notion releases a label histogram
-        instead; under ``"sensitive"`` labels are public and counted exactly.
-        """
-        y_enc, codes, n_classes = ctx.y, ctx.groups, ctx.n_classes
-        sensitive_unit = self.privacy_unit == "sensitive"
-        uniform = np.full((n_blocks, n_groups), 1.0 / n_groups)
-        if self.fairness_weight == 0:
-            return uniform, None
-        conditional = self.fairness != "demographic_parity"
-
-        def released(cells, n_cells, moves_two):
-            counts = np.bincount(cells, ctx.sample_weight, minlength=n_cells).astype(float)
-            if ctx.private:
-                # record: one row moves one count by its weight (L2 sensitivity 1, times
-                # max_weight); sensitive: a replaced s moves two counts (L2 distance
-                # sqrt 2), and PLD's replace-one Gaussian models a shift of 2 per unit of
-                # sensitivity: sensitivity 1 / sqrt 2, sigma = z / sqrt 2.
-                unit = math.sqrt(0.5) if moves_two else 1.0
-                noisy, _ = noisy_histogram(
-                    torch.from_numpy(counts),
-                    ctx.random,
-                    noise_multiplier=statistics_multiplier,
-                    sensitivity=unit * ctx.max_weight,
-                    recorder=ctx.recorder,
-                )
-                counts = noisy.numpy()
-            return np.clip(counts, 0.0, None)
-
-        def normalised(counts):
-            totals = counts.sum(axis=-1, keepdims=True)
-            return counts / np.where(totals > 0, totals, 1.0)
-
-        exact_labels = np.bincount(y_enc, ctx.sample_weight, minlength=n_classes).astype(float)
-        if self.group_priors is not None:
-            priors = self._public_priors(n_groups, n_blocks)
-            if not conditional:
-                return priors, None
-            labels = exact_labels if sensitive_unit else released(y_enc, n_classes, False)
-            return priors, normalised(labels)
-        if not conditional:
-            return normalised(released(codes, n_groups, sensitive_unit))[None, :], None
-        joint = released(y_enc * n_groups + codes, n_classes * n_groups, sensitive_unit)
-        joint = joint.reshape(n_classes, n_groups)
-        labels = exact_labels if sensitive_unit else joint.sum(axis=1)
-        rows = joint if self.fairness == "equalized_odds" else joint[[n_classes - 1]]
-        return normalised(rows), normalised(labels)
-
-    def _public_priors(self, n_groups, n_blocks):
-        return public_priors(
-            self.group_priors,
-            fairness=self.fairness,
-            group_labels=self.group_encoder_.group_labels_,
-            classes=self.classes_,
-        )
-
-    def _paper_plan(self, ctx):
-        has_dual = self.fairness_weight > 0
-        if not (has_dual or self.privacy_unit == "record"):
-            return NoisePlan()
-        delta, n, steps = ctx.delta, ctx.n_samples, ctx.planned_steps
-        m = ctx.sampler.expected_batch_size
-        lam, dual_bound = float(self.fairness_weight), ctx.released["dual_bound"]
-        problems = theorem_3_3_preconditions(
-            epsilon=self.epsilon, delta=delta, n_samples=n, batch_size=m, steps=steps
-        )
-        if problems:
-            warnings.warn(
-                "calibration='paper': Theorem 3.3's preconditions fail ("
-                + "; ".join(problems)
-                + "); its sigmas then carry no guarantee. privacy_spent_ reports what the "
-                "accountant says the executed event costs.",
-                UserWarning,
-                stacklevel=7,  # user, fit, _private_fit, _fit_template, noise_plan, _paper_plan
-            )
-        sensitive_only = self.privacy_unit == "sensitive"
-        sigmas = theorem_3_3_sigmas(
-            epsilon=self.epsilon,
-            delta=delta,
-            n_samples=n,
-            steps=steps,
-            rho=float(self.rho),
-            lipschitz=self.max_grad_norm_,
-            w_bound=dual_bound,
-            n_classes=ctx.n_classes,
-            sensitive_only=sensitive_only,
-        )
-        # The sigmas are stds on averaged gradients; ours is added to sums of m rows.
-        # Alg. 1 scales the sensitive-unit theta noise by lambda; W noise scales with
-        # lambda in both units (digest §2.6 P4).
-        theta_std = sigmas.sigma_theta * m * (lam if sensitive_only else 1.0)
-        z_theta = theta_std / self.max_grad_norm_ if theta_std > 0 else math.inf
-        z_w = (lam * sigmas.sigma_w * m) / ctx.released["dual_clip"] if has_dual else math.inf
-        return NoisePlan(
-            primal_multiplier=z_theta,
-            dual_multiplier=z_w,
-            effective_multiplier=joint_noise_multiplier(z_theta, z_w),
-        )

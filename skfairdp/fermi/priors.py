@@ -1,4 +1,10 @@
-"""DP-FERMI's group priors: the ``rho`` rules and the parsing of public ``group_priors``.
+"""DP-FERMI's group priors: their release, the ``rho`` rules, public ``group_priors``.
+
+ERMI weighs each group by its prior ``p_S`` (per label for the conditional
+notions). :func:`release_priors` is what :class:`~skfairdp.fermi.DPFermiClassifier`
+releases before training: the priors (public, or one noisy histogram from
+:data:`~skfairdp.fermi.problem.GROUP_PRIOR_BUDGET_SHARE` of epsilon), the label
+weights, and which W block each row uses.
 
 ``rho`` is DP-FERMI's public lower bound on every group's frequency; the
 sensitivity bounds of its W-gradients use priors clamped at it. Priors the user
@@ -9,16 +15,252 @@ clamped, with a warning (:func:`check_priors_against_rho`).
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+import torch
+from dp_accounting import DpEvent, NoOpDpEvent
 
+from .._fit.budget import reserved_noise_multiplier
 from ..fairness.groups import _MAX_LISTED, _format_label
+from ..privacy import gaussian_release_event, noisy_histogram
+from .problem import GROUP_PRIOR_BUDGET_SHARE
 
-__all__ = ["check_min_group_fraction", "check_priors_against_rho", "public_priors"]
+__all__ = [
+    "PriorRelease",
+    "blocks",
+    "check_min_group_fraction",
+    "check_priors_against_rho",
+    "group_frequencies",
+    "min_cell_share",
+    "prior_labels",
+    "public_priors",
+    "release_priors",
+]
+
+
+class PriorRelease(NamedTuple):
+    """What DP-FERMI releases before training, and W's block of every row."""
+
+    #: Group priors per block, shape (n_blocks, n_groups), before clamping at rho.
+    priors: np.ndarray
+    #: Weight of each class's psi terms in theta's objective, shape (n_classes,).
+    label_weights: np.ndarray
+    #: W block of each row (its label under equalized odds, else 0).
+    block: np.ndarray
+    #: 1.0 where a row has a psi term (equal opportunity: positive rows only).
+    active: np.ndarray
+    n_blocks: int
+    n_groups: int
+    #: Planned event of the release (a Gaussian histogram, or nothing).
+    event: DpEvent
+
+
+def release_priors(
+    ctx,
+    *,
+    fairness: str,
+    fairness_weight: float,
+    rho: float,
+    privacy_unit: str,
+    epsilon: float,
+    group_priors: Any,
+    group_encoder: Any,
+    classes: np.ndarray,
+) -> PriorRelease:
+    """Group priors (one noisy histogram unless public) and label weights.
+
+    Parameters
+    ----------
+    ctx : FitContext
+        The fit's data, randomness and recorder (the histogram is recorded there).
+    fairness, fairness_weight, rho, privacy_unit, epsilon, group_priors
+        The estimator's parameters of those names.
+    group_encoder : GroupEncoder or None
+        ``group_encoder_`` (None: one group).
+    classes : ndarray
+        ``classes_``.
+
+    Returns
+    -------
+    PriorRelease
+    """
+    n, n_classes, private = ctx.n_samples, ctx.n_classes, ctx.private
+    lam = float(fairness_weight)
+    n_groups = group_encoder.n_groups_ if group_encoder is not None else 1
+    block, active, n_blocks = blocks(fairness, ctx.y, n_classes)
+    rho = float(rho)
+    sensitive_unit = privacy_unit == "sensitive"
+    uses_groups = lam > 0
+    releases_priors = uses_groups and group_priors is None
+    conditional = uses_groups and fairness != "demographic_parity"
+    # label frequencies (for the label weights) are private only under "record"
+    releases_histogram = private and (releases_priors or (conditional and not sensitive_unit))
+    statistics_multiplier = math.inf
+    if releases_histogram:
+        # Sized by the exact Gaussian curve, which reaches any epsilon > 0 (an RDP
+        # conversion bottoms out near 0.006); the whole event is accounted with the fit.
+        # Under "sensitive", PLD's replace-one Gaussian is a shift of 2 per unit.
+        statistics_multiplier = reserved_noise_multiplier(
+            GROUP_PRIOR_BUDGET_SHARE,
+            epsilon,
+            ctx.delta,
+            sensitivity=2.0 if sensitive_unit else 1.0,
+        )
+    public = None
+    if uses_groups and group_priors is not None:
+        public = public_priors(
+            group_priors,
+            fairness=fairness,
+            group_labels=group_encoder.group_labels_,
+            classes=classes,
+        )
+    priors, label_freq = np.full((n_blocks, n_groups), 1.0 / n_groups), None
+    if uses_groups:
+        priors, label_freq = group_frequencies(
+            ctx,
+            fairness=fairness,
+            privacy_unit=privacy_unit,
+            public=public,
+            n_groups=n_groups,
+            statistics_multiplier=statistics_multiplier,
+        )
+    label_weights = (
+        1.0 / (n_classes * np.maximum(label_freq, rho)) if conditional else np.ones(n_classes)
+    )
+    if uses_groups:
+        # a fraction estimated from the data below rho is clamped at rho like every
+        # prior (the sensitivity bounds use the clamped values): a warning, not an error
+        check_priors_against_rho(
+            priors,
+            rho,
+            prior_labels(fairness, group_encoder.group_labels_, classes, n_blocks),
+            declared=not releases_priors,
+            source=(
+                f"come from a noisy histogram (noise multiplier {statistics_multiplier:.3g}, "
+                f"{GROUP_PRIOR_BUDGET_SHARE:.0%} of epsilon) of n={n} rows"
+                if private
+                else f"were counted on the n={n} training rows (epsilon=inf)"
+            ),
+            remedy=(
+                "pass public group_priors=... or use a larger epsilon"
+                if private
+                else "lower rho (it bounds the sensitivity only when epsilon is finite)"
+            ),
+            stacklevel=6,  # user -> fit -> _private_fit -> _fit_template -> hook -> here
+        )
+    event = gaussian_release_event(statistics_multiplier) if releases_histogram else NoOpDpEvent()
+    return PriorRelease(priors, label_weights, block, active, n_blocks, n_groups, event)
+
+
+def group_frequencies(
+    ctx,
+    *,
+    fairness: str,
+    privacy_unit: str,
+    public: np.ndarray | None,
+    n_groups: int,
+    statistics_multiplier: float,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Group priors per block and, for conditional notions, label frequencies.
+
+    Everything private comes from one noisy histogram: of groups (demographic
+    parity) or of (label, group) cells (conditional notions), whose row sums
+    give the label frequencies. With ``public`` priors and
+    ``privacy_unit="record"`` a conditional notion releases a label histogram
+    instead; under ``"sensitive"`` labels are public and counted exactly.
+    """
+    y_enc, codes, n_classes = ctx.y, ctx.groups, ctx.n_classes
+    sensitive_unit = privacy_unit == "sensitive"
+    conditional = fairness != "demographic_parity"
+
+    def released(cells, n_cells, moves_two):
+        return _histogram(ctx, cells, n_cells, moves_two, statistics_multiplier)
+
+    exact_labels = np.bincount(y_enc, ctx.sample_weight, minlength=n_classes).astype(float)
+    if public is not None:
+        if not conditional:
+            return public, None
+        labels = exact_labels if sensitive_unit else released(y_enc, n_classes, False)
+        return public, _normalised(labels)
+    if not conditional:
+        return _normalised(released(codes, n_groups, sensitive_unit))[None, :], None
+    joint = released(y_enc * n_groups + codes, n_classes * n_groups, sensitive_unit)
+    joint = joint.reshape(n_classes, n_groups)
+    labels = exact_labels if sensitive_unit else joint.sum(axis=1)
+    rows = joint if fairness == "equalized_odds" else joint[[n_classes - 1]]
+    return _normalised(rows), _normalised(labels)
+
+
+def _histogram(ctx, cells, n_cells, moves_two, statistics_multiplier) -> np.ndarray:
+    """Weighted counts of ``cells``, noised when private, clipped at 0."""
+    counts = np.bincount(cells, ctx.sample_weight, minlength=n_cells).astype(float)
+    if ctx.private:
+        # record: one row moves one count by its weight (L2 sensitivity 1, times
+        # max_weight); sensitive: a replaced s moves two counts (L2 distance
+        # sqrt 2), and PLD's replace-one Gaussian models a shift of 2 per unit of
+        # sensitivity: sensitivity 1 / sqrt 2, sigma = z / sqrt 2.
+        unit = math.sqrt(0.5) if moves_two else 1.0
+        noisy, _ = noisy_histogram(
+            torch.from_numpy(counts),
+            ctx.random,
+            noise_multiplier=statistics_multiplier,
+            sensitivity=unit * ctx.max_weight,
+            recorder=ctx.recorder,
+        )
+        counts = noisy.numpy()
+    return np.clip(counts, 0.0, None)
+
+
+def _normalised(counts: np.ndarray) -> np.ndarray:
+    totals = counts.sum(axis=-1, keepdims=True)
+    return counts / np.where(totals > 0, totals, 1.0)
+
+
+def blocks(fairness: str, y_enc: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Which W block each sample uses, whether its psi term is active, and the block count."""
+    n = len(y_enc)
+    if fairness == "demographic_parity":
+        return np.zeros(n, dtype=np.int64), np.ones(n), 1
+    if fairness == "equalized_odds":
+        return y_enc.astype(np.int64), np.ones(n), n_classes
+    positive = n_classes - 1
+    return np.zeros(n, dtype=np.int64), (y_enc == positive).astype(float), 1
+
+
+def prior_labels(
+    fairness: str, group_labels: Sequence[Any], classes: np.ndarray, n_blocks: int
+) -> list[list[Any]]:
+    """The label of each prior, per block, for messages (``"g | y='hi'"``)."""
+    groups = list(group_labels)
+    # .tolist() gives Python scalars: y='hi', not y=np.str_('hi')
+    classes = classes.tolist()
+    if fairness == "demographic_parity":
+        return [groups]
+    if fairness == "equal_opportunity":
+        return [[f"{g} | y={classes[-1]!r}" for g in groups]]
+    return [[f"{g} | y={c!r}" for g in groups] for c in classes[:n_blocks]]
+
+
+def min_cell_share(pinv: torch.Tensor, fairness: str, label_weights: np.ndarray) -> float:
+    """Smallest expected share of a batch in one (block, group) cell of W's histogram.
+
+    From public or released values only: the priors (``pinv ** -2``, clamped at
+    ``rho``) times, for the conditional notions, the label frequency of the block
+    (``1 / (L label_weights)``, itself from the released histogram).
+    """
+    priors = pinv.double().pow(-2).cpu().numpy()  # (blocks, k)
+    if fairness == "demographic_parity":
+        return float(priors.min())
+    n_classes = len(label_weights)
+    label_share = 1.0 / (n_classes * label_weights)  # max(p_Y, rho)
+    if fairness == "equal_opportunity":
+        label_share = label_share[-1:]
+    return float((label_share[: priors.shape[0], None] * priors).min())
 
 
 def check_min_group_fraction(

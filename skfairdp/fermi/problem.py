@@ -1,11 +1,11 @@
-"""DP-FERMI's objective and its rules, without the estimator (no scikit-learn import).
+"""DP-FERMI's objective and its rules, without the estimator.
 
 What :class:`~skfairdp.fermi.DPFermiClassifier` and the federated silos and server
-(:mod:`skfairdp.federated`) share: the engine problem :class:`ErmiProblem`, the
-iterate average, the W clip, the objective's scales, the dual's ``"auto"`` rules and their
-constants. A Flower ClientApp imports this module, not :mod:`skfairdp.fermi`, so it
-does not load scikit-learn to answer a round. :mod:`skfairdp.fermi` re-exports every
-name under its old path.
+(:mod:`skfairdp.federated`) share: the engine problem :class:`ErmiProblem` (its
+iterate average is :class:`~skfairdp.engine.iterates.TailAverage`), the W clip, the
+objective's scales, the dual's ``"auto"`` rules and their constants. A Flower
+ClientApp imports this module, not :mod:`skfairdp.fermi`, so it does not load the
+estimator machinery (``skfairdp._fit``) to answer a round.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import math
 
 import torch
 
+from ..engine.iterates import TailAverage
 from . import ermi
 
 FAIRNESS_NOTIONS = ("demographic_parity", "equalized_odds", "equal_opportunity")
@@ -41,8 +42,6 @@ MAX_DUAL_RATE, MIN_DUAL_MEMORY_FRACTION = 0.05, 4.0
 # lambda_0 of the theta step: unless the record unit's clip bounds each row, theta
 # descends (loss + lambda psi) / (1 + lambda / lambda_0) (see ErmiProblem).
 FAIRNESS_WEIGHT_SCALE = 8.0
-# iterate="average": the mean of the parameters over this last fraction of the steps.
-AVERAGE_TAIL = 0.5
 
 
 def auto_dual_step(batch_size: float, dual_noise_multiplier: float, max_pinv: float) -> float:
@@ -149,38 +148,6 @@ def objective_scales(
     if not private:
         return factor, factor
     return (factor, 1.0) if privacy_unit == "sensitive" else (1.0, 1.0)
-
-
-class TailAverage:
-    """Running mean of a module's trainable parameters over the last steps of a run.
-
-    ``step()`` after every optimizer step; the steps after ``start`` are summed.
-    Post-processing of the iterates (which are released), so it costs no privacy.
-    """
-
-    def __init__(self, module: torch.nn.Module, total_steps: int, tail: float = AVERAGE_TAIL):
-        self.params = [p for p in module.parameters() if p.requires_grad]
-        self.start = min(int(total_steps) - 1, int(math.floor(total_steps * (1.0 - tail))))
-        self.t = 0
-        self.n = 0
-        self.sums = [torch.zeros_like(p, dtype=torch.float64) for p in self.params]
-
-    def step(self) -> None:
-        self.t += 1
-        if self.t <= self.start:
-            return
-        self.n += 1
-        with torch.no_grad():
-            for total, p in zip(self.sums, self.params):
-                total.add_(p.detach())
-
-    def load(self) -> None:
-        """Replace the module's parameters by their mean (no-op if no step was summed)."""
-        if self.n == 0:
-            return
-        with torch.no_grad():
-            for total, p in zip(self.sums, self.params):
-                p.copy_((total / self.n).to(p.dtype))
 
 
 def w_clip_norm(fairness_weight: float, pinv: torch.Tensor) -> float:
