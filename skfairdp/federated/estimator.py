@@ -22,11 +22,12 @@ from sklearn.base import clone
 from sklearn.utils import metadata_routing
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._fit.base import POSITIVE, PrivateClassifierBase, parameter_constraints
+from .._fit.base import PrivateClassifierBase
 from .._fit.schedules import DPFERMI
 from .._fit.threads import torch_threads
+from ..fermi import DPFermiClassifier
 from ..fermi.priors import check_priors_against_rho, public_priors
-from ..fermi.problem import FAIRNESS_NOTIONS, auto_dual_step
+from ..fermi.problem import auto_dual_step
 from ..privacy import RandomSource
 from . import objective
 from .guarantee import planned_dp_event, weakest_silo
@@ -157,34 +158,17 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         "sample_weight": metadata_routing.UNUSED,
     }
 
-    _parameter_constraints = parameter_constraints(
-        "privacy_unit",
-        "iterate",
-        "calibration",
-        "accountant",
-        "sensitive_values",
-        own={
-            "fairness": [StrOptions(set(FAIRNESS_NOTIONS))],
-            "fairness_weight": [Interval(Real, 0, None, closed="left")],
-            "n_silos": [Interval(Integral, 1, None, closed="left")],
-            "heterogeneity": [Interval(Real, 0, 1, closed="both")],
-            "partition_feature": [None, Integral, str],
-            "aggregation": [StrOptions({"uniform", "size"})],
-            "backend": [StrOptions(set(BACKENDS))],
-            "group_priors": [None, "array-like", dict],
-            "rho": [Interval(Real, 0, 0.5, closed="right")],
-            "dual_bound": [StrOptions({"auto"}), POSITIVE],
-            "lr_dual": [StrOptions({"auto"}), POSITIVE],
-            "dual_rates": [StrOptions({"hard", "soft"})],
-            "lr_decay": [Interval(Real, 0, 1, closed="right")],
-        },
-        also_accept={
-            "batch_size": [StrOptions({"auto"})],
-            "max_epochs": [StrOptions({"auto"})],
-            "iterate": [StrOptions({"average"})],
-            "max_grad_norm": [StrOptions({"auto"})],
-        },
-    )
+    _parameter_constraints = {
+        # DP-FERMI's parameters (objective, priors, W, privacy target, training), as it
+        # validates them; then the federation's own
+        **DPFermiClassifier._parameter_constraints,
+        "n_silos": [Interval(Integral, 1, None, closed="left")],
+        "heterogeneity": [Interval(Real, 0, 1, closed="both")],
+        "partition_feature": [None, Integral, str],
+        "aggregation": [StrOptions({"uniform", "size"})],
+        "backend": [StrOptions(set(BACKENDS))],
+        "lr_decay": [Interval(Real, 0, 1, closed="right")],
+    }
     #: DP-FERMI's "auto" rules, applied at the mean silo size (public protocol parameters).
     _schedule = DPFERMI
 
@@ -456,9 +440,7 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         return statistics, weights
 
     def _statistics(self, cells, totals, n_classes, n_groups):
-        priors = None
-        if self.group_priors is not None and self.fairness_weight > 0:
-            priors = self._public_priors(n_classes, n_groups)
+        priors = self._declared_priors()
         statistics = objective.public_statistics(
             fairness=self.fairness,
             fairness_weight=float(self.fairness_weight),
@@ -475,13 +457,16 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         self.label_weights_ = statistics["label_weights"]
         return statistics
 
-    def _public_priors(self, n_classes, n_groups):
-        # the same parsing as DP-FERMI's (a vector, a mapping, or per-class mappings)
+    def _declared_priors(self) -> np.ndarray | None:
+        """The public ``group_priors`` (None: released in round 0, or no fairness term).
+
+        Parsed as DP-FERMI parses them: a vector, a mapping, or per-class mappings.
+        """
+        if self.group_priors is None or self.fairness_weight == 0:
+            return None
+        labels = self.group_encoder_.group_labels_
         return public_priors(
-            self.group_priors,
-            fairness=self.fairness,
-            group_labels=self.group_encoder_.group_labels_,
-            classes=self.classes_,
+            self.group_priors, fairness=self.fairness, group_labels=labels, classes=self.classes_
         )
 
     def _check_priors(self, priors, declared):

@@ -315,10 +315,7 @@ def _run_config(estimator, n_features, n_silos, init_seed, cells, output, dual_n
     """
     lam = float(estimator.fairness_weight)
     n_groups = estimator.group_encoder_.n_groups_ if estimator.group_encoder_ is not None else 1
-    priors = ""
-    if estimator.group_priors is not None and lam > 0:
-        n_classes = len(estimator.classes_)
-        priors = json.dumps(estimator._public_priors(n_classes, n_groups).tolist())
+    priors = estimator._declared_priors()
     return {
         "num-silos": n_silos,
         "rounds": estimator.n_rounds_,
@@ -343,5 +340,5 @@ def _run_config(estimator, n_features, n_silos, init_seed, cells, output, dual_n
         "privacy-unit": estimator.privacy_unit,
         "private": bool(math.isfinite(estimator.epsilon)),
         "histogram-cells": cells or "",
-        "group-priors": priors,
+        "group-priors": "" if priors is None else json.dumps(priors.tolist()),
     }
