@@ -5,12 +5,13 @@ the silo that holds it, and by nothing else: silo ``j``'s transcript is
 ``(epsilon_j, delta_j)``-DP with respect to its own rows (its accountant's value of
 its own event), and the other silos' releases do not read them. So every record of
 the federation is protected at least as well as the weakest silo's records. The
-silos' ``delta_j`` may differ (``delta="auto"`` is ``0.1 / n_j``): each silo's event
-is priced at the largest of them, ``delta* = max_j delta_j`` (a silo that is
-``(epsilon, delta_j)``-DP is ``(epsilon, delta*)``-DP), and the weakest silo is the one
-whose epsilon at ``delta*`` is largest (the first of ties). Its event and
-``(epsilon, delta*)`` are the estimator's ``dp_event_`` and ``privacy_spent_``: a
-guarantee every silo's records have, and the accountant's value of ``dp_event_``.
+silos' ``delta_j`` may differ (``delta="auto"`` is ``0.1 / n_j``), so "weakest" is
+read at one delta: each silo's event is priced by its accountant at the largest,
+``delta* = max_j delta_j`` (at ``delta* >= delta_j`` its epsilon is at most
+``epsilon_j``), and the weakest silo is the one whose epsilon there is largest (the
+first of ties). Its event and ``(epsilon, delta*)`` are the estimator's ``dp_event_``
+and ``privacy_spent_``: a guarantee every silo's records have, and the accountant's
+value of ``dp_event_``.
 When the deltas agree (a numeric ``delta``, or silos of one size) ``privacy_spent_``
 is the largest of the silos' own values.
 """
