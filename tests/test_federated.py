@@ -24,7 +24,7 @@ from skfairdp.federated import (
     silo_sizes,
 )
 from skfairdp.federated.estimator import _seeds
-from skfairdp.federated.guarantee import weakest_silo
+from skfairdp.federated.guarantee import check_silo_targets, weakest_silo
 from skfairdp.federated.local import run_local
 from skfairdp.federated.release import clipped_sums
 from skfairdp.fermi import ermi
@@ -426,3 +426,7 @@ def test_weakest_silo_prices_every_silo_at_the_largest_delta():
         0,
         non_private[0],
     )
+    # every silo must meet its target (calibration="accountant"): those over it are named
+    check_silo_targets(np.array(["a", "b"]), [PrivacySpent(1.0, 1e-5)] * 2, 1.0)
+    with pytest.raises(RuntimeError, match=r"silos \{'b': 1.1\} spent more than epsilon=1"):
+        check_silo_targets(np.array(["a", "b"]), [PrivacySpent(1.0, 0), PrivacySpent(1.1, 0)], 1.0)

@@ -27,7 +27,7 @@ import numpy as np
 from ..privacy.accountant import PrivacySpent, epsilon_spent
 from .silo import Silo, SiloConfig
 
-__all__ = ["planned_dp_event", "weakest_silo"]
+__all__ = ["check_silo_targets", "planned_dp_event", "weakest_silo"]
 
 
 def weakest_silo(
@@ -95,3 +95,20 @@ def planned_dp_event(config: SiloConfig, sizes: Sequence[int]) -> dp_accounting.
         events, spent, accountant=config.accountant, privacy_unit=config.privacy_unit
     )
     return events[index]
+
+
+def check_silo_targets(labels, spent: Sequence[PrivacySpent], epsilon: float) -> None:
+    """Refuse a run in which a silo spent more than ``epsilon`` (its calibrated target).
+
+    Raises
+    ------
+    RuntimeError
+        Naming every such silo (by its label) and its epsilon.
+    """
+    over = {
+        label.item() if hasattr(label, "item") else label: own.epsilon
+        for label, own in zip(labels, spent, strict=True)
+        if own.epsilon > epsilon * (1 + 1e-6)
+    }
+    if over:
+        raise RuntimeError(f"silos {over} spent more than epsilon={epsilon:g}")
