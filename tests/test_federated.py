@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import make_tradeoff_data
+from dp_accounting import NonPrivateDpEvent
 from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -23,12 +24,15 @@ from skfairdp.federated import (
     silo_sizes,
 )
 from skfairdp.federated.estimator import _seeds
+from skfairdp.federated.guarantee import check_silo_targets, weakest_silo
 from skfairdp.federated.local import run_local
 from skfairdp.federated.release import clipped_sums
 from skfairdp.fermi import ermi
 from skfairdp.fermi.problem import w_clip_norm
 from skfairdp.privacy import RandomSource
+from skfairdp.privacy.accountant import PrivacySpent, epsilon_spent
 from skfairdp.privacy.events import sampled_gaussian_steps_event
+from skfairdp.privacy.planning import planned_fit_event
 
 
 def _random_soft(n, k, l, seed):
@@ -286,7 +290,8 @@ def test_one_silo_no_fairness_no_privacy_is_minibatch_sgd():
             opt.step()
     for a, b in zip(clf.module_.parameters(), module.parameters()):
         assert torch.allclose(a, b, atol=1e-5)
-    assert clf.n_rounds_ == 15 and clf.privacy_spent_[0].epsilon == math.inf
+    assert clf.n_rounds_ == 15 and clf.privacy_spent_.epsilon == math.inf
+    assert clf.silo_privacy_spent_[0].epsilon == math.inf
 
 
 def test_fit_accounts_per_silo_and_lowers_violation():
@@ -297,19 +302,27 @@ def test_fit_accounts_per_silo_and_lowers_violation():
     fair = FederatedDPFermiClassifier(fairness_weight=8.0, **kw)
     fair.fit(X, y, sensitive_features=s, silo_ids=ids)
     base = FederatedDPFermiClassifier(fairness_weight=0.0, **kw).fit(X, y, silo_ids=ids)
-    assert list(fair.privacy_spent_) == ["a", "b", "c"]
-    for label, n_j in zip("abc", (300, 500, 700)):
-        spent = fair.privacy_spent_[label]
+    assert fair.silos_.tolist() == ["a", "b", "c"]
+    for j, n_j in enumerate((300, 500, 700)):
+        spent = fair.silo_privacy_spent_[j]
         assert 1.9 < spent.epsilon <= 2.0 and spent.delta == pytest.approx(
             0.1 / n_j if n_j != 300 else 3e-4, rel=0.5
         )
         # the recorded event: the round-0 histogram, then every round at the silo's own rate
-        z = fair.noise_multiplier_[label]
-        assert fair.dp_event_[label].events[1].event.event.noise_multiplier == pytest.approx(
+        z = fair.silo_noise_multiplier_[j]
+        assert fair.silo_dp_event_[j].events[1].event.event.noise_multiplier == pytest.approx(
             z / math.sqrt(1 + 0.25), rel=1e-9
         )
     # a smaller silo samples at a higher rate: it needs more noise for the same epsilon
-    assert fair.noise_multiplier_["a"] > fair.noise_multiplier_["c"]
+    assert fair.silo_noise_multiplier_[0] > fair.silo_noise_multiplier_[2]
+    # one guarantee: the weakest silo's epsilon at the largest delta (silo a's, 3e-4),
+    # the accountant's value of dp_event_, at least every silo's epsilon at that delta
+    delta = max(s.delta for s in fair.silo_privacy_spent_)
+    assert fair.privacy_spent_.delta == delta == fair.silo_privacy_spent_[0].delta
+    at_delta = [epsilon_spent(e, delta).epsilon for e in fair.silo_dp_event_]
+    assert fair.privacy_spent_ == epsilon_spent(fair.dp_event_, delta)
+    assert fair.privacy_spent_.epsilon == max(at_delta) <= 2.0
+    assert fair.dp_event_ == fair.silo_dp_event_[int(np.argmax(at_delta))]
 
     def violation(clf):
         p = clf.predict(Xte)
@@ -358,3 +371,62 @@ def test_heterogeneous_partition_and_size_aggregation():
     # sizes from each silo's noisy group histogram: close to 200 each, summing to 1
     assert clf.aggregation_weights_.sum() == pytest.approx(1.0)
     assert clf.aggregation_weights_ == pytest.approx([1 / 3] * 3, abs=0.05)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(fairness_weight=2.0, epsilon=2.0),  # record unit, round-0 group histogram
+        dict(fairness_weight=0.0, epsilon=1.0, delta=1e-5),  # no histogram, no W
+        dict(fairness_weight=2.0, privacy_unit="sensitive", aggregation="size"),
+        dict(fairness_weight=0.0, privacy_unit="sensitive", aggregation="size"),  # a count only
+    ],
+    ids=["record", "no-fairness", "sensitive", "sensitive-no-fairness"],
+)
+def test_planned_event_is_the_recorded_event(params):
+    """Algorithm 3's silo sizes (500 rows: 166, 166, 168) are public: the planned event
+    is the weakest silo's recorded one, before any data are seen."""
+    X, y, s = make_tradeoff_data(500, seed=10)
+    clf = FederatedDPFermiClassifier(max_epochs=2, random_state=3, **params)
+    planned = clf.planned_event(500)
+    clf.fit(X, y, sensitive_features=s)
+    assert planned == clf.dp_event_ == planned_fit_event(clf, 500)
+    assert clf.privacy_spent_ == epsilon_spent(
+        planned, clf.privacy_spent_.delta, privacy_unit=clf.privacy_unit
+    )
+
+
+def test_planned_event_refusals():
+    clf = FederatedDPFermiClassifier()
+    assert clf.planned_event(100, noise_multiplier=None) != NonPrivateDpEvent()
+    assert FederatedDPFermiClassifier(epsilon=np.inf).planned_event(100) == NonPrivateDpEvent()
+    with pytest.raises(ValueError, match="noise_multiplier is not supported"):
+        clf.planned_event(100, noise_multiplier=1.0)
+    with pytest.raises(NotImplementedError, match="released group priors"):
+        FederatedDPFermiClassifier(calibration="paper").planned_event(100)
+    with pytest.raises(ValueError, match="n_silos must be between 1 and n_samples"):
+        clf.planned_event(2)
+
+
+def test_weakest_silo_prices_every_silo_at_the_largest_delta():
+    events = [sampled_gaussian_steps_event(z, 0.1, 50) for z in (1.0, 1.2, 1.0)]
+    deltas = [1e-5, 1e-4, 1e-4]
+    spent = [epsilon_spent(e, d) for e, d in zip(events, deltas)]
+    index, guarantee = weakest_silo(events, spent, accountant="auto", privacy_unit="record")
+    # silos 0 and 2 have the least noise: priced at the largest delta (1e-4) they tie
+    # as the weakest (the first is reported), below silo 0's epsilon at its own 1e-5
+    assert index == 0 and guarantee == epsilon_spent(events[0], 1e-4)
+    assert guarantee.epsilon < spent[0].epsilon and guarantee == spent[2]
+    assert weakest_silo(events[1:], spent[1:], accountant="auto", privacy_unit="record") == (
+        1,
+        spent[2],
+    )
+    non_private = [PrivacySpent(math.inf, 0.0)] * 2
+    assert weakest_silo(events[:2], non_private, accountant="auto", privacy_unit="record") == (
+        0,
+        non_private[0],
+    )
+    # every silo must meet its target (calibration="accountant"): those over it are named
+    check_silo_targets(np.array(["a", "b"]), [PrivacySpent(1.0, 1e-5)] * 2, 1.0)
+    with pytest.raises(RuntimeError, match=r"silos \{'b': 1.1\} spent more than epsilon=1"):
+        check_silo_targets(np.array(["a", "b"]), [PrivacySpent(1.0, 0), PrivacySpent(1.1, 0)], 1.0)

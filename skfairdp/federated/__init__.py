@@ -5,8 +5,10 @@
 - :mod:`.silo`: a silo's own sampling, clipping, noise, random stream and accountant.
 - :mod:`.server`: averaging, descent on theta, projected ascent on W.
 - :mod:`.release`: the clipped per-silo sums of a round (silos vectorised).
+- :mod:`.guarantee`: the federation's one ``(epsilon, delta)`` from the silos' own.
 - :mod:`.local`: the in-process backend.
 - :mod:`.flower`: the same silo and server on Flower's Message API (optional extra).
+- :mod:`.flower_runner`: a loopback Flower deployment and ``backend="flower"``'s fit.
 - :mod:`.estimator`: :class:`FederatedDPFermiClassifier`.
 """
 

@@ -15,23 +15,24 @@ from __future__ import annotations
 import math
 from numbers import Integral, Real
 
+import dp_accounting
 import numpy as np
 import torch
+from sklearn.base import clone
 from sklearn.utils import metadata_routing
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._fit.base import POSITIVE, Param, PrivateClassifierBase, declare_parameters
-from .._fit.schedules import fermi_batch_size, fermi_max_epochs, fermi_max_grad_norm
+from .._fit.base import PrivateClassifierBase
+from .._fit.schedules import DPFERMI
 from .._fit.threads import torch_threads
+from ..fermi import DPFermiClassifier
 from ..fermi.priors import check_priors_against_rho, public_priors
-from ..fermi.problem import (
-    FAIRNESS_NOTIONS,
-    auto_dual_step,
-)
+from ..fermi.problem import auto_dual_step
 from ..privacy import RandomSource
 from . import objective
+from .guarantee import check_silo_targets, planned_dp_event, weakest_silo
 from .local import run_local
-from .partition import encode_silo_ids, heterogeneous_partition
+from .partition import assign_silos, silo_sizes
 from .server import Server, aggregation_weights
 from .silo import Silo, SiloConfig
 
@@ -127,12 +128,20 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
     module_ : torch.nn.Module
     W_ : ndarray of shape (n_blocks, n_groups, n_classes)
     silos_ : ndarray
-        Silo labels (``silo_ids`` values, or ``0..N-1``), the keys of the dicts below.
-    privacy_spent_ : dict of silo -> PrivacySpent
-        Each silo's ``(epsilon, delta)`` by its own accountant, from what it released.
-    dp_event_ : dict of silo -> DpEvent
+        Silo labels (``silo_ids`` values, or ``0..N-1``), the order of the ``silo_*`` lists.
+    privacy_spent_ : PrivacySpent
+        The guarantee every silo's records have: the weakest silo's epsilon at the
+        largest of the silos' deltas (ISRL-DP protects a record by its own silo's
+        releases only; see :mod:`~skfairdp.federated.guarantee`). The accountant's
+        value of :attr:`dp_event_` at ``privacy_spent_.delta``.
+    dp_event_ : DpEvent
+        The weakest silo's recorded releases.
+    silo_privacy_spent_ : list of PrivacySpent
+        Each silo's ``(epsilon, delta)`` by its own accountant, at its own delta.
+    silo_dp_event_ : list of DpEvent
         Each silo's recorded releases.
-    noise_multiplier_, dual_noise_multiplier_ : dict of silo -> float
+    silo_noise_multiplier_, silo_dual_noise_multiplier_ : list of float
+        Each silo's multipliers of its theta- and W-gradient noise.
     aggregation_weights_ : ndarray of shape (n_silos,)
     group_priors_ : ndarray of shape (n_blocks, n_groups)
         Released (noisy, summed over silos) or public priors.
@@ -149,43 +158,100 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         "sample_weight": metadata_routing.UNUSED,
     }
 
-    _parameters = declare_parameters(
-        "privacy_unit",
-        "iterate",
-        "calibration",
-        "accountant",
-        "sensitive_values",
-        own={
-            "fairness": Param("demographic_parity", [StrOptions(set(FAIRNESS_NOTIONS))]),
-            "fairness_weight": Param(1.0, [Interval(Real, 0, None, closed="left")]),
-            "n_silos": Param(3, [Interval(Integral, 1, None, closed="left")]),
-            "heterogeneity": Param(0.0, [Interval(Real, 0, 1, closed="both")]),
-            "partition_feature": Param(None, [None, Integral, str]),
-            "aggregation": Param("uniform", [StrOptions({"uniform", "size"})]),
-            "backend": Param("local", [StrOptions(set(BACKENDS))]),
-            "group_priors": Param(None, [None, "array-like", dict]),
-            "rho": Param(0.05, [Interval(Real, 0, 0.5, closed="right")]),
-            "dual_bound": Param("auto", [StrOptions({"auto"}), POSITIVE]),
-            "lr_dual": Param("auto", [StrOptions({"auto"}), POSITIVE]),
-            "dual_rates": Param("hard", [StrOptions({"hard", "soft"})]),
-            "lr_decay": Param(1.0, [Interval(Real, 0, 1, closed="right")]),
-        },
-        defaults={
-            "max_epochs": "auto",
-            "batch_size": "auto",
-            "max_grad_norm": "auto",
-            "iterate": "average",
-        },
-        positional=("fairness", "fairness_weight"),
-        also_accept={
-            "batch_size": [StrOptions({"auto"})],
-            "max_epochs": [StrOptions({"auto"})],
-            "iterate": [StrOptions({"average"})],
-            "max_grad_norm": [StrOptions({"auto"})],
-        },
-    )
+    _parameter_constraints = {
+        # DP-FERMI's parameters (objective, priors, W, privacy target, training), as it
+        # validates them; then the federation's own
+        **DPFermiClassifier._parameter_constraints,
+        "n_silos": [Interval(Integral, 1, None, closed="left")],
+        "heterogeneity": [Interval(Real, 0, 1, closed="both")],
+        "partition_feature": [None, Integral, str],
+        "aggregation": [StrOptions({"uniform", "size"})],
+        "backend": [StrOptions(set(BACKENDS))],
+        "lr_decay": [Interval(Real, 0, 1, closed="right")],
+    }
+    #: DP-FERMI's "auto" rules, applied at the mean silo size (public protocol parameters).
+    _schedule = DPFERMI
 
-    def fit(self, X, y, *, sensitive_features=None, silo_ids=None):
+    def __init__(
+        self,
+        fairness="demographic_parity",
+        fairness_weight=1.0,
+        *,
+        epsilon=1.0,
+        delta="auto",
+        max_grad_norm="auto",
+        max_sample_weight=1.0,
+        noise_multiplier=None,
+        n_silos=3,
+        heterogeneity=0.0,
+        partition_feature=None,
+        aggregation="uniform",
+        backend="local",
+        group_priors=None,
+        rho=0.05,
+        dual_bound="auto",
+        lr_dual="auto",
+        dual_rates="hard",
+        lr_decay=1.0,
+        privacy_unit="record",
+        iterate="average",
+        calibration="accountant",
+        accountant="auto",
+        sensitive_values=None,
+        lr=0.1,
+        batch_size="auto",
+        max_epochs="auto",
+        module=None,
+        hidden_layer_sizes=(),
+        optimizer=torch.optim.SGD,
+        callbacks=None,
+        random_state=None,
+        secure_mode=False,
+        device="cpu",
+        n_jobs=None,
+        record_private_diagnostics=False,
+        verbose=0,
+        **kwargs,
+    ):
+        self.fairness = fairness
+        self.fairness_weight = fairness_weight
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_grad_norm = max_grad_norm
+        self.max_sample_weight = max_sample_weight
+        self.noise_multiplier = noise_multiplier
+        self.n_silos = n_silos
+        self.heterogeneity = heterogeneity
+        self.partition_feature = partition_feature
+        self.aggregation = aggregation
+        self.backend = backend
+        self.group_priors = group_priors
+        self.rho = rho
+        self.dual_bound = dual_bound
+        self.lr_dual = lr_dual
+        self.dual_rates = dual_rates
+        self.lr_decay = lr_decay
+        self.privacy_unit = privacy_unit
+        self.iterate = iterate
+        self.calibration = calibration
+        self.accountant = accountant
+        self.sensitive_values = sensitive_values
+        self.lr = lr
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.module = module
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.random_state = random_state
+        self.secure_mode = secure_mode
+        self.device = device
+        self.n_jobs = n_jobs
+        self.record_private_diagnostics = record_private_diagnostics
+        self.verbose = verbose
+        self._store_prefixed(kwargs)
+
+    def fit(self, X, y, *, sensitive_features=None, silo_ids=None) -> FederatedDPFermiClassifier:
         """Train across silos.
 
         Parameters
@@ -206,9 +272,56 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
             self._fit(X, y, sensitive_features, silo_ids)
         return self
 
-    # -- the fit ------------------------------------------------------------------
-    def _fit(self, X, y, sensitive_features, silo_ids):
-        self._validate_params()
+    def planned_event(
+        self, n_samples: int, *, noise_multiplier: float | None = None
+    ) -> dp_accounting.DpEvent:
+        """The ``dp_event_`` of a fit on ``n_samples`` rows partitioned by Algorithm 3.
+
+        Algorithm 3's silo sizes depend on ``n_samples`` and ``n_silos`` only, and a
+        silo's noise, rate and delta on its size only, so every silo's event is known
+        before the data are: this is the weakest silo's (the one ``dp_event_`` holds)
+        when every round runs. A fit given ``silo_ids`` has the sizes those ids give
+        (data, not known here).
+
+        Parameters
+        ----------
+        n_samples : int
+            Rows of the training set.
+        noise_multiplier : None
+            Not supported (each silo calibrates its own noise).
+
+        Returns
+        -------
+        dp_accounting.DpEvent
+            ``NonPrivateDpEvent`` when ``epsilon=inf``.
+
+        Raises
+        ------
+        NotImplementedError
+            With ``calibration="paper"``: each silo sizes its noise from the
+            released group priors (Theorem 3.3's ``D`` and W clip), which are data.
+        """
+        n = int(n_samples)
+        if n < 1:
+            raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+        est = clone(self)
+        if noise_multiplier is not None:
+            est.noise_multiplier = noise_multiplier  # refused by _check_params
+        est._validate_params()
+        est._check_params()
+        if math.isinf(est.epsilon):
+            return dp_accounting.NonPrivateDpEvent()
+        if est.calibration == "paper":
+            raise NotImplementedError(
+                "calibration='paper' sizes each silo's noise from the released group priors "
+                "(data); its event is known after fit only (dp_event_)"
+            )
+        sizes = silo_sizes(n, est.n_silos)
+        config, _ = est._protocol(n, len(sizes), n_classes=2, n_groups=2)
+        return planned_dp_event(config, sizes)
+
+    # -- the protocol: what every party agrees on before round 0 ----------------------
+    def _check_params(self) -> None:
         if self.noise_multiplier is not None:
             raise ValueError(
                 "FederatedDPFermiClassifier: noise_multiplier is not supported; each silo "
@@ -216,7 +329,53 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
             )
         if self.backend == "flower" and self.module is not None:
             raise ValueError("backend='flower' trains the default module (module=None) only")
-        X_in = X
+
+    def _protocol(self, n, n_silos, n_classes, n_groups) -> tuple[SiloConfig, str | None]:
+        """Every silo's :class:`SiloConfig` and the round-0 histogram layout.
+
+        The schedule comes from the mean silo size ``n / N`` (public protocol
+        parameters, the same for every silo); sets ``batch_size_``,
+        ``max_epochs_``, ``max_grad_norm_`` and ``n_rounds_``.
+        """
+        n_ref = max(1, int(round(n / n_silos)))
+        batch_size, max_epochs = self._training_schedule(n_ref)
+        clip = self._clip_norm(n_ref)
+        self._rounds_per_epoch = max(1, math.ceil(n / n_silos / batch_size))
+        self.batch_size_, self.max_epochs_, self.max_grad_norm_ = batch_size, max_epochs, clip
+        self.n_rounds_ = max_epochs * self._rounds_per_epoch
+        cells = self._histogram_cells(float(self.fairness_weight))
+        config = SiloConfig(
+            epsilon=float(self.epsilon),
+            delta=self.delta,
+            privacy_unit=self.privacy_unit,
+            max_grad_norm=clip,
+            batch_size=batch_size,
+            rounds=self.n_rounds_,
+            histogram=cells is not None,
+            fairness=self.fairness,
+            fairness_weight=float(self.fairness_weight),
+            n_classes=n_classes,
+            n_groups=n_groups,
+            dual_rates=self.dual_rates,
+            rho=float(self.rho),
+            calibration=self.calibration,
+            accountant=self.accountant,
+            dual_bound=self.dual_bound,
+            secure_mode=self.secure_mode,
+        )
+        return config, cells
+
+    def _histogram_cells(self, lam: float) -> str | None:
+        if lam == 0:
+            return "total" if self.aggregation == "size" else None
+        return objective.histogram_cells(
+            self.fairness, self.group_priors is not None, self.aggregation
+        ) or ("total" if self.aggregation == "size" else None)
+
+    # -- the fit ------------------------------------------------------------------
+    def _fit(self, X, y, sensitive_features, silo_ids):
+        self._validate_params()
+        self._check_params()
         X, y_enc = self._validate_X_y(X, y)
         n, n_classes = X.shape[0], len(self.classes_)
         groups = self._encode_sensitive(
@@ -229,37 +388,18 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         )
         n_groups = self.group_encoder_.n_groups_ if self.group_encoder_ is not None else 1
         random = RandomSource(self.random_state, secure_mode=self.secure_mode)
-        silo_of, self.silos_ = self._silos(X_in, X, silo_ids, random)
-        n_silos = len(self.silos_)
-        lam = float(self.fairness_weight)
-        n_bar = n / n_silos  # the mean silo size: public protocol parameters come from it
-        batch_size, max_epochs, clip = self._schedule(n_bar)
-        rounds_per_epoch = max(1, math.ceil(n_bar / batch_size))
-        rounds = max_epochs * rounds_per_epoch
-        self._rounds_per_epoch = rounds_per_epoch
-        self.batch_size_, self.max_epochs_, self.max_grad_norm_ = batch_size, max_epochs, clip
-        self.n_rounds_ = rounds
-        cells = self._histogram_cells(lam)
-        seeds = _seeds(random, n_silos + 1)
-        config = SiloConfig(
-            epsilon=float(self.epsilon),
-            delta=self.delta,
-            privacy_unit=self.privacy_unit,
-            max_grad_norm=clip,
-            batch_size=batch_size,
-            rounds=rounds,
-            histogram=cells is not None,
-            fairness=self.fairness,
-            fairness_weight=lam,
-            n_classes=n_classes,
-            n_groups=n_groups,
-            dual_rates=self.dual_rates,
-            rho=float(self.rho),
-            calibration=self.calibration,
-            accountant=self.accountant,
-            dual_bound=self.dual_bound,
-            secure_mode=self.secure_mode,
+        silo_of, self.silos_ = assign_silos(
+            X,
+            silo_ids,
+            n_silos=self.n_silos,
+            heterogeneity=self.heterogeneity,
+            partition_feature=self.partition_feature,
+            feature_names=getattr(self, "feature_names_in_", None),
+            random=random,
         )
+        n_silos = len(self.silos_)
+        config, cells = self._protocol(n, n_silos, n_classes, n_groups)
+        seeds = _seeds(random, n_silos + 1)
         parts = [np.flatnonzero(silo_of == j) for j in range(n_silos)]
         if self.backend == "flower":
             from .flower_runner import fit_flower  # optional dependency
@@ -268,16 +408,15 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
                 raise ValueError(
                     "backend='flower' simulates silos from one seed; secure_mode=False"
                 )
-            result = fit_flower(self, X, y_enc, groups, parts, config, seeds, cells)
-            self._store(result)
+            self._store(fit_flower(self, X, y_enc, groups, parts, config, seeds, cells))
             return
         silos = [
             Silo(X[idx], y_enc[idx], groups[idx], config, seed=seeds[j], name=f"silo {label!r}")
             for j, (idx, label) in enumerate(zip(parts, self.silos_))
         ]
         statistics, weights = self._round_zero(silos, cells, n_classes, n_groups)
-        server = self._make_server(silos, statistics, weights, seeds[-1], rounds, rounds_per_epoch)
-        history = run_local(server, silos, rounds, verbose=self.verbose)
+        server = self._make_server(silos, statistics, weights, seeds[-1])
+        history = run_local(server, silos, self.n_rounds_, verbose=self.verbose)
         server.finish()
         self._store(
             {
@@ -291,92 +430,6 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
             }
         )
 
-    def _flower_run_config(self, n_features, n_silos, init_seed, cells, output, dual_noise):
-        """The run config of ``backend="flower"`` (the app's ``[tool.flwr.app.config]``)."""
-        import json
-
-        lam = float(self.fairness_weight)
-        priors = ""
-        if self.group_priors is not None and lam > 0:
-            n_classes = len(self.classes_)
-            priors = json.dumps(
-                self._public_priors(n_classes, self.group_encoder_.n_groups_).tolist()
-            )
-        return {
-            "num-silos": n_silos,
-            "rounds": self.n_rounds_,
-            "rounds-per-epoch": self._rounds_per_epoch,
-            "lr": float(self.lr),
-            "lr-decay": float(self.lr_decay),
-            "lr-dual": "auto" if self.lr_dual == "auto" else float(self.lr_dual),
-            "dual-noise-per-batch": json.dumps([float(z) for z in dual_noise]),
-            "dual-bound": "auto" if self.dual_bound == "auto" else float(self.dual_bound),
-            "aggregation": self.aggregation,
-            "iterate": self.iterate,
-            "init-seed": int(init_seed),
-            "n-features": int(n_features),
-            "hidden-layer-sizes": ",".join(str(h) for h in self.hidden_layer_sizes),
-            "output-path": str(output),
-            "fairness": self.fairness,
-            "fairness-weight": lam,
-            "n-classes": len(self.classes_),
-            "n-groups": self.group_encoder_.n_groups_ if self.group_encoder_ is not None else 1,
-            "dual-rates": self.dual_rates,
-            "rho": float(self.rho),
-            "privacy-unit": self.privacy_unit,
-            "private": bool(math.isfinite(self.epsilon)),
-            "histogram-cells": cells or "",
-            "group-priors": priors,
-        }
-
-    def _schedule(self, n_bar: float) -> tuple[int, int, float]:
-        n_ref = max(1, int(round(n_bar)))
-        batch_size = self.batch_size
-        if batch_size == "auto":
-            batch_size = fermi_batch_size(n_ref)
-        max_epochs = self.max_epochs
-        if max_epochs == "auto":
-            max_epochs = fermi_max_epochs(n_ref, int(batch_size))
-        clip = self.max_grad_norm
-        if clip == "auto":
-            clip = fermi_max_grad_norm(n_ref, float(self.epsilon), self.privacy_unit)
-        return int(batch_size), int(max_epochs), float(clip)
-
-    def _histogram_cells(self, lam: float) -> str | None:
-        if lam == 0:
-            return "total" if self.aggregation == "size" else None
-        return objective.histogram_cells(
-            self.fairness, self.group_priors is not None, self.aggregation
-        ) or ("total" if self.aggregation == "size" else None)
-
-    def _silos(self, X_in, X, silo_ids, random):
-        n = X.shape[0]
-        if silo_ids is not None:
-            codes, labels = encode_silo_ids(silo_ids, n)
-            return codes, labels
-        if self.n_silos > n:
-            raise ValueError(f"n_silos={self.n_silos} exceeds the {n} rows")
-        values = None
-        if self.partition_feature is not None:
-            column = self.partition_feature
-            if isinstance(column, str):
-                names = list(getattr(self, "feature_names_in_", []))
-                if column not in names:
-                    raise ValueError(
-                        f"partition_feature={column!r} is not a column name of X ({names[:10]})"
-                    )
-                column = names.index(column)
-            if not 0 <= column < X.shape[1]:
-                raise ValueError(f"partition_feature={column} is not a column of X")
-            values = X[:, column]
-        elif self.heterogeneity > 0:
-            raise ValueError("heterogeneity > 0 needs partition_feature (the column to sort by)")
-        seed = None if random.secure_mode else random.spawn().seed
-        codes = heterogeneous_partition(
-            n, self.n_silos, float(self.heterogeneity), np.random.default_rng(seed), values
-        )
-        return codes, np.arange(self.n_silos)
-
     def _round_zero(self, silos, cells, n_classes, n_groups):
         """Round 0: each silo's noisy histogram (if needed); the public statistics."""
         counts = [s.histogram(cells)["counts"] for s in silos] if cells is not None else None
@@ -387,9 +440,7 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         return statistics, weights
 
     def _statistics(self, cells, totals, n_classes, n_groups):
-        priors = None
-        if self.group_priors is not None and self.fairness_weight > 0:
-            priors = self._public_priors(n_classes, n_groups)
+        priors = self._declared_priors()
         statistics = objective.public_statistics(
             fairness=self.fairness,
             fairness_weight=float(self.fairness_weight),
@@ -406,13 +457,16 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         self.label_weights_ = statistics["label_weights"]
         return statistics
 
-    def _public_priors(self, n_classes, n_groups):
-        # the same parsing as DP-FERMI's (a vector, a mapping, or per-class mappings)
+    def _declared_priors(self) -> np.ndarray | None:
+        """The public ``group_priors`` (None: released in round 0, or no fairness term).
+
+        Parsed as DP-FERMI parses them: a vector, a mapping, or per-class mappings.
+        """
+        if self.group_priors is None or self.fairness_weight == 0:
+            return None
+        labels = self.group_encoder_.group_labels_
         return public_priors(
-            self.group_priors,
-            fairness=self.fairness,
-            group_labels=self.group_encoder_.group_labels_,
-            classes=self.classes_,
+            self.group_priors, fairness=self.fairness, group_labels=labels, classes=self.classes_
         )
 
     def _check_priors(self, priors, declared):
@@ -430,8 +484,7 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
             stacklevel=6,  # user -> fit -> _fit -> _round_zero -> _statistics -> here
         )
 
-    def _make_server(self, silos, statistics, weights, init_seed, rounds, rounds_per_epoch):
-        lam = float(self.fairness_weight)
+    def _make_server(self, silos, statistics, weights, init_seed):
         for silo in silos:  # each silo fixes its noise (public multipliers) before training
             silo.calibrate(statistics["pinv"])
         self.dual_bound_ = (
@@ -445,18 +498,18 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
             self._build_optimizer(module),
             statistics,
             fairness=self.fairness,
-            fairness_weight=lam,
+            fairness_weight=float(self.fairness_weight),
             privacy_unit=self.privacy_unit,
             private=math.isfinite(self.epsilon),
             dual_rates=self.dual_rates,
             dual_bound=self.dual_bound_,
             lr_dual=self.lr_dual_,
             weights=weights,
-            rounds=rounds,
+            rounds=self.n_rounds_,
             n_classes=n_classes,
             iterate=self.iterate,
             lr_decay=self.lr_decay,
-            rounds_per_epoch=rounds_per_epoch,
+            rounds_per_epoch=self._rounds_per_epoch,
         )
 
     def _initial_module(self, n_features, n_classes, init_seed):
@@ -487,25 +540,21 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         self.module_ = result["module"]
         self.module_.eval()
         self.W_ = np.asarray(result["W"])
-        labels = [_key(label) for label in self.silos_]
-        self.dp_event_ = dict(zip(labels, result["events"]))
-        self.privacy_spent_ = dict(zip(labels, result["spent"]))
-        self.noise_multiplier_ = {k: n["primal"] for k, n in zip(labels, result["noise"])}
-        self.dual_noise_multiplier_ = {k: n["dual"] for k, n in zip(labels, result["noise"])}
+        self.silo_dp_event_ = list(result["events"])
+        self.silo_privacy_spent_ = list(result["spent"])
+        self.silo_noise_multiplier_ = [noise["primal"] for noise in result["noise"]]
+        self.silo_dual_noise_multiplier_ = [noise["dual"] for noise in result["noise"]]
+        weakest, self.privacy_spent_ = weakest_silo(
+            self.silo_dp_event_,
+            self.silo_privacy_spent_,
+            accountant=self.accountant,
+            privacy_unit=self.privacy_unit,
+        )
+        self.dp_event_ = self.silo_dp_event_[weakest]
         self.history_ = result["history"]
         self.aggregation_weights_ = np.asarray(result["aggregation_weights"])
-        if self.calibration != "paper":  # every silo must meet the target
-            over = {
-                k: s.epsilon
-                for k, s in self.privacy_spent_.items()
-                if s.epsilon > self.epsilon * (1 + 1e-6)
-            }
-            if over:
-                raise RuntimeError(f"silos {over} spent more than epsilon={self.epsilon:g}")
-
-
-def _key(label):
-    return label.item() if hasattr(label, "item") else label
+        if self.calibration != "paper":  # the closed form may overspend (it warned)
+            check_silo_targets(self.silos_, self.silo_privacy_spent_, self.epsilon)
 
 
 def _seeds(random: RandomSource, count: int) -> list:

@@ -32,6 +32,7 @@ saves ``theta``, ``W`` and the public statistics to ``output-path`` (run config)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -219,16 +220,10 @@ def _array(values: np.ndarray):
 
 def _module(n_features: int, n_classes: int, run: dict, seed: int | None = None):
     hidden = tuple(int(h) for h in str(run.get("hidden-layer-sizes", "")).split(",") if h.strip())
-    if seed is None:
-        return build_module(
-            None,
-            n_features=n_features,
-            n_outputs=n_classes,
-            hidden_layer_sizes=hidden,
-            module_kwargs={},
-        )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
+    # seeded: the server's initial theta, from the run's init seed (the global RNG untouched)
+    with torch.random.fork_rng(devices=[]) if seed is not None else contextlib.nullcontext():
+        if seed is not None:
+            torch.manual_seed(int(seed))
         return build_module(
             None,
             n_features=n_features,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import pickle
 import re
@@ -264,8 +265,8 @@ def fit_flower(estimator, X, y, groups, parts, config, seeds, cells) -> dict:
                     raise ValueError("backend='flower' with calibration='paper' needs lr_dual")
                 silo = Silo(X[idx], y[idx], groups[idx], config, seed=0)
                 dual_noise.append(silo.calibrate(None)["dual"] / silo.expected_batch_size)
-        run_config = estimator._flower_run_config(
-            X.shape[1], len(parts), seeds[-1], cells, tmp / "server.npz", dual_noise
+        run_config = _run_config(
+            estimator, X.shape[1], len(parts), seeds[-1], cells, tmp / "server.npz", dual_noise
         )
         with LoopbackFederation(nodes, workdir=tmp / "federation") as fed:
             result = fed.run(run_config)
@@ -302,4 +303,42 @@ def fit_flower(estimator, X, y, groups, parts, config, seeds, cells) -> dict:
         "events": events,
         "spent": [PrivacySpent(r["epsilon"], r["delta"]) for r in reports],
         "noise": [r["noise"] for r in reports],
+    }
+
+
+def _run_config(estimator, n_features, n_silos, init_seed, cells, output, dual_noise) -> dict:
+    """The run config of ``backend="flower"`` (the app's ``[tool.flwr.app.config]``).
+
+    The server's side of the protocol: the estimator's public settings, resolved by
+    its ``fit`` (``n_rounds_``, the histogram layout ``cells``), and each silo's
+    declared W-noise per batch ``dual_noise`` (for ``lr_dual="auto"``).
+    """
+    lam = float(estimator.fairness_weight)
+    n_groups = estimator.group_encoder_.n_groups_ if estimator.group_encoder_ is not None else 1
+    priors = estimator._declared_priors()
+    return {
+        "num-silos": n_silos,
+        "rounds": estimator.n_rounds_,
+        "rounds-per-epoch": estimator._rounds_per_epoch,
+        "lr": float(estimator.lr),
+        "lr-decay": float(estimator.lr_decay),
+        "lr-dual": "auto" if estimator.lr_dual == "auto" else float(estimator.lr_dual),
+        "dual-noise-per-batch": json.dumps([float(z) for z in dual_noise]),
+        "dual-bound": "auto" if estimator.dual_bound == "auto" else float(estimator.dual_bound),
+        "aggregation": estimator.aggregation,
+        "iterate": estimator.iterate,
+        "init-seed": int(init_seed),
+        "n-features": int(n_features),
+        "hidden-layer-sizes": ",".join(str(h) for h in estimator.hidden_layer_sizes),
+        "output-path": str(output),
+        "fairness": estimator.fairness,
+        "fairness-weight": lam,
+        "n-classes": len(estimator.classes_),
+        "n-groups": n_groups,
+        "dual-rates": estimator.dual_rates,
+        "rho": float(estimator.rho),
+        "privacy-unit": estimator.privacy_unit,
+        "private": bool(math.isfinite(estimator.epsilon)),
+        "histogram-cells": cells or "",
+        "group-priors": "" if priors is None else json.dumps(priors.tolist()),
     }

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.preprocessing import LabelEncoder
 
-__all__ = ["encode_silo_ids", "heterogeneous_partition", "silo_sizes"]
+__all__ = ["assign_silos", "encode_silo_ids", "heterogeneous_partition", "silo_sizes"]
 
 
 def silo_sizes(n_samples: int, n_silos: int) -> np.ndarray:
@@ -92,3 +92,64 @@ def encode_silo_ids(silo_ids, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
         )
     encoder = LabelEncoder().fit(ids)
     return encoder.transform(ids).astype(np.int64), encoder.classes_
+
+
+def assign_silos(
+    X: np.ndarray,
+    silo_ids,
+    *,
+    n_silos: int,
+    heterogeneity: float,
+    partition_feature,
+    feature_names,
+    random,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The silo code of every row and the silo labels: ``silo_ids``, else Algorithm 3.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The validated features (``partition_feature`` is read from them).
+    silo_ids : array-like of shape (n_samples,) or None
+        Which silo holds each row (then the other parameters are not read).
+    n_silos, heterogeneity : int, float
+        Algorithm 3's ``N`` and ``h``.
+    partition_feature : None, int or str
+        Column Algorithm 3 sorts by: an index, or a name in ``feature_names``.
+    feature_names : array-like of str or None
+        The estimator's ``feature_names_in_`` (a DataFrame's columns).
+    random : RandomSource
+        The fit's source; Algorithm 3 draws from one child of it (the OS in secure mode).
+
+    Returns
+    -------
+    codes : ndarray of int64, shape (n_samples,)
+        Silo ``0..N-1`` of each row.
+    labels : ndarray of shape (N,)
+        The ``silo_ids`` values in code order, or ``0..N-1``.
+    """
+    n = X.shape[0]
+    if silo_ids is not None:
+        return encode_silo_ids(silo_ids, n)
+    if n_silos > n:
+        raise ValueError(f"n_silos={n_silos} exceeds the {n} rows")
+    values = None
+    if partition_feature is not None:
+        column = partition_feature
+        if isinstance(column, str):
+            names = list(feature_names if feature_names is not None else [])
+            if column not in names:
+                raise ValueError(
+                    f"partition_feature={column!r} is not a column name of X ({names[:10]})"
+                )
+            column = names.index(column)
+        if not 0 <= column < X.shape[1]:
+            raise ValueError(f"partition_feature={column} is not a column of X")
+        values = X[:, column]
+    elif heterogeneity > 0:
+        raise ValueError("heterogeneity > 0 needs partition_feature (the column to sort by)")
+    seed = None if random.secure_mode else random.spawn().seed
+    codes = heterogeneous_partition(
+        n, n_silos, float(heterogeneity), np.random.default_rng(seed), values
+    )
+    return codes, np.arange(n_silos)

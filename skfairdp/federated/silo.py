@@ -51,6 +51,7 @@ __all__ = [
     "Silo",
     "SiloBudgetExceeded",
     "SiloConfig",
+    "budgeted_event",
 ]
 
 #: What a server may send each training round (all public).
@@ -61,17 +62,29 @@ REPLY_KEYS = frozenset({"theta", "W"})
 HISTOGRAM_KEYS = frozenset({"counts"})
 
 
-@functools.lru_cache(maxsize=128)
-def _calibrated(epsilon, delta, sampling_rate, rounds, histogram_multiplier, accountant, unit):
-    """Smallest joint step multiplier of a silo's planned event (silos alike share it)."""
+def budgeted_event(
+    histogram_multiplier: float, steps_multiplier: float, sampling_rate: float, rounds: int
+) -> dp_accounting.DpEvent:
+    """What a silo's budget covers: its round-0 histogram (if any), then ``rounds`` rounds.
+
+    Each round is one Poisson-sampled Gaussian of joint multiplier ``steps_multiplier``
+    (the theta and W releases of one batch counted jointly); an infinite multiplier is
+    no release.
+    """
     hist = (
         gaussian_release_event(histogram_multiplier)
         if math.isfinite(histogram_multiplier)
         else dp_accounting.NoOpDpEvent()
     )
+    return compose([hist, sampled_gaussian_steps_event(steps_multiplier, sampling_rate, rounds)])
+
+
+@functools.lru_cache(maxsize=128)
+def _calibrated(epsilon, delta, sampling_rate, rounds, histogram_multiplier, accountant, unit):
+    """Smallest joint step multiplier of a silo's budgeted event (silos alike share it)."""
 
     def planned(z):
-        return compose([hist, sampled_gaussian_steps_event(z, sampling_rate, rounds)])
+        return budgeted_event(histogram_multiplier, z, sampling_rate, rounds)
 
     return calibration.calibrate_noise_multiplier(
         epsilon, delta, planned, accountant=accountant, privacy_unit=unit
@@ -113,7 +126,7 @@ class SiloConfig:
     rho : float
         Lower bound on group frequencies (``calibration="paper"`` uses it).
     calibration : {"accountant", "paper"}
-        The silo's noise: the smallest for which its planned event meets
+        The silo's noise: the smallest for which its budgeted event meets
         ``(epsilon, delta)``, or Theorem 3.3's closed form (warns when its
         preconditions fail).
     accountant : {"auto", "rdp", "pld"}
@@ -241,16 +254,14 @@ class Silo:
         return {"counts": np.asarray(counts, dtype=np.float64)}
 
     # -- noise ------------------------------------------------------------------
-    def planned_event(self, steps_multiplier: float, steps: int | None = None):
-        """The silo's planned event: its histogram (if agreed), then ``steps`` rounds."""
-        hist = (
-            gaussian_release_event(self.histogram_multiplier)
-            if math.isfinite(self.histogram_multiplier)
-            else dp_accounting.NoOpDpEvent()
-        )
+    def budgeted_event(self, steps_multiplier: float, steps: int | None = None):
+        """The silo's :func:`budgeted_event`: its histogram (if agreed), then ``steps`` rounds.
+
+        ``steps`` defaults to the rounds of its budget (``config.rounds``).
+        """
         steps = self.config.rounds if steps is None else steps
-        return compose(
-            [hist, sampled_gaussian_steps_event(steps_multiplier, self.sampling_rate, steps)]
+        return budgeted_event(
+            self.histogram_multiplier, steps_multiplier, self.sampling_rate, steps
         )
 
     def calibrate(self, pinv: torch.Tensor) -> dict:
