@@ -4,11 +4,11 @@ Each step releases the clipped gradient sum (multiplier ``z_grad``) and the
 histogram (``z_hist``: Gaussian std or Laplace scale over its sensitivity), both
 computed on the same Poisson batch.
 
-- The executed event (:func:`executed_event`, sound): with a Gaussian histogram
-  the two form one Gaussian mechanism of multiplier
-  ``(z_grad^-2 + z_hist^-2)^-1/2`` per sampled step; with a Laplace histogram the
-  pair is accounted jointly by a PLD (:mod:`skfairdp.privacy.joint`).
-- The authors' event (:func:`paper_event`): each release amplified by the
+- The executed event (``_event``, sound): with a Gaussian histogram the two
+  form one Gaussian mechanism of multiplier ``(z_grad^-2 + z_hist^-2)^-1/2`` per
+  sampled step; with a Laplace histogram the pair is accounted jointly by a PLD
+  (:mod:`skfairdp.privacy.joint`).
+- The authors' event (``_paper_event``): each release amplified by the
   sampling separately, then composed. ``calibration="paper"`` plans with it and
   ``paper_epsilon_`` reports the run by it; it is not a guarantee.
 - ``solution="best"`` adds one Gaussian release after training
@@ -30,7 +30,7 @@ from ..privacy import epsilon_spent, joint_noise_multiplier, sampled_gaussian_st
 from ..privacy.joint import joint_sampled_event
 from .solutions import SELECTION_SHARE
 
-__all__ = ["HISTOGRAM_NOISE_RATIO", "RacoAccounting", "executed_event", "paper_event"]
+__all__ = ["HISTOGRAM_NOISE_RATIO", "RacoAccounting"]
 
 # "auto" histogram noise: its multiplier is this many times the gradient's. The
 # histogram is a Q x K statistic whose noise the dual step averages over many
@@ -40,52 +40,50 @@ __all__ = ["HISTOGRAM_NOISE_RATIO", "RacoAccounting", "executed_event", "paper_e
 HISTOGRAM_NOISE_RATIO = 2.0
 
 
-def executed_event(
-    histogram_noise: str,
-    gradient_multiplier: float,
-    statistics_multiplier: float,
-    q: float,
-    steps: int,
-) -> dp_accounting.DpEvent:
-    """The executed event: ``steps`` Poisson-sampled steps of (gradient, histogram)."""
-    if histogram_noise == "gaussian":
-        return sampled_gaussian_steps_event(
-            joint_noise_multiplier(gradient_multiplier, statistics_multiplier), q, steps
-        )
-    step = joint_sampled_event(
-        q, gaussian_multiplier=gradient_multiplier, laplace_scale=statistics_multiplier
-    )
-    return dp_accounting.SelfComposedDpEvent(step, int(steps))
-
-
-def paper_event(
-    histogram_noise: str,
-    gradient_multiplier: float,
-    statistics_multiplier: float,
-    q: float,
-    steps: int,
-) -> dp_accounting.DpEvent:
-    """The authors' accounting: each release amplified separately, then composed."""
-    hist = (
-        dp_accounting.GaussianDpEvent(statistics_multiplier)
-        if histogram_noise == "gaussian"
-        else dp_accounting.LaplaceDpEvent(statistics_multiplier)
-    )
-    parts = [dp_accounting.GaussianDpEvent(gradient_multiplier)] + (
-        [hist] if math.isfinite(statistics_multiplier) else []
-    )
-    return dp_accounting.ComposedDpEvent(
-        [
-            dp_accounting.SelfComposedDpEvent(
-                dp_accounting.PoissonSampledDpEvent(q, e) if q < 1 else e, int(steps)
-            )
-            for e in parts
-        ]
-    )
-
-
 class RacoAccounting:
     """The fit template's budget hooks for :class:`~skfairdp.RaCODPClassifier` (a mixin)."""
+
+    def _event(
+        self, gradient_multiplier: float, statistics_multiplier: float, q: float, steps: int
+    ) -> dp_accounting.DpEvent:
+        """The executed event: ``steps`` Poisson-sampled steps of (gradient, histogram)."""
+        if self.histogram_noise == "gaussian":
+            return sampled_gaussian_steps_event(
+                joint_noise_multiplier(gradient_multiplier, statistics_multiplier), q, steps
+            )
+        step = joint_sampled_event(
+            q, gaussian_multiplier=gradient_multiplier, laplace_scale=statistics_multiplier
+        )
+        return dp_accounting.SelfComposedDpEvent(step, int(steps))
+
+    def _paper_event(
+        self, gradient_multiplier: float, statistics_multiplier: float, q: float, steps: int
+    ) -> dp_accounting.DpEvent:
+        """The authors' accounting: each release amplified separately, then composed."""
+        hist = (
+            dp_accounting.GaussianDpEvent(statistics_multiplier)
+            if self.histogram_noise == "gaussian"
+            else dp_accounting.LaplaceDpEvent(statistics_multiplier)
+        )
+        parts = [dp_accounting.GaussianDpEvent(gradient_multiplier)] + (
+            [hist] if math.isfinite(statistics_multiplier) else []
+        )
+        return dp_accounting.ComposedDpEvent(
+            [
+                dp_accounting.SelfComposedDpEvent(
+                    dp_accounting.PoissonSampledDpEvent(q, e) if q < 1 else e, int(steps)
+                )
+                for e in parts
+            ]
+        )
+
+    def _planned_event(
+        self, gradient_multiplier: float, statistics_multiplier: float, q: float, steps: int
+    ) -> dp_accounting.DpEvent:
+        """The event calibration plans with: sound, or the authors' (``calibration="paper"``)."""
+        if self.calibration == "paper":
+            return self._paper_event(gradient_multiplier, statistics_multiplier, q, steps)
+        return self._event(gradient_multiplier, statistics_multiplier, q, steps)
 
     def _hist_multiplier(self, gradient_multiplier: float) -> float:
         if self.histogram_noise_multiplier == "auto":
@@ -102,13 +100,6 @@ class RacoAccounting:
             if gaussian
             else math.nan,
         )
-
-    def _planned_event(
-        self, gradient_multiplier: float, statistics_multiplier: float, q: float, steps: int
-    ) -> dp_accounting.DpEvent:
-        """The event calibration plans with: sound, or the authors' (``calibration="paper"``)."""
-        event = paper_event if self.calibration == "paper" else executed_event
-        return event(self.histogram_noise, gradient_multiplier, statistics_multiplier, q, steps)
 
     def _steps_event(self, plan: NoisePlan, ctx: FitContext, steps: int) -> dp_accounting.DpEvent:
         return self._planned_event(

@@ -15,8 +15,11 @@ projected ascent step on the released constraint values
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -24,7 +27,12 @@ from .._fit.base import NON_NEGATIVE, POSITIVE, PrivateClassifierBase, parameter
 from .._fit.randomized import draw_classes
 from .._fit.schedules import RACO
 from .._fit.validation import check_X
-from ..fairness.rates import CONSTRAINT_NAMES, compile_rate_constraints, resolve_constraints
+from ..fairness.rates import (
+    CONSTRAINT_NAMES,
+    RateConstraint,
+    compile_rate_constraints,
+    resolve_constraints,
+)
 from .accounting import RacoAccounting
 from .problem import RacoProblem
 from .solutions import SOLUTIONS, TAIL_FRACTION, iterate_track, mixture_proba, store_solution
@@ -218,39 +226,39 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
 
     def __init__(
         self,
-        constraints="demographic_parity",
-        tolerance=0.05,
+        constraints: str | RateConstraint | Sequence = "demographic_parity",
+        tolerance: float = 0.05,
         *,
-        epsilon=1.0,
-        delta="auto",
-        max_grad_norm="auto",
-        max_sample_weight=1.0,
-        noise_multiplier=None,
-        temperature=1.0,
-        dual_rates="hard",
-        solution="average",
-        histogram_noise="gaussian",
-        histogram_noise_multiplier="auto",
-        lr_dual="auto",
-        dual_bound=None,
-        calibration="accountant",
-        accountant="auto",
-        sensitive_values=None,
-        lr=0.1,
-        batch_size="auto",
-        max_epochs="auto",
-        module=None,
-        hidden_layer_sizes=(),
-        optimizer=torch.optim.SGD,
-        callbacks=None,
-        random_state=None,
-        secure_mode=False,
-        device="cpu",
-        n_jobs=None,
-        record_private_diagnostics=False,
-        verbose=0,
-        **kwargs,
-    ):
+        epsilon: float = 1.0,
+        delta: float | str = "auto",
+        max_grad_norm: float | str = "auto",
+        max_sample_weight: float = 1.0,
+        noise_multiplier: float | None = None,
+        temperature: float = 1.0,
+        dual_rates: str = "hard",
+        solution: str = "average",
+        histogram_noise: str = "gaussian",
+        histogram_noise_multiplier: float | str = "auto",
+        lr_dual: float | str = "auto",
+        dual_bound: float | None = None,
+        calibration: str = "accountant",
+        accountant: str = "auto",
+        sensitive_values: ArrayLike | dict | None = None,
+        lr: float = 0.1,
+        batch_size: int | str = "auto",
+        max_epochs: int | str = "auto",
+        module: type | torch.nn.Module | None = None,
+        hidden_layer_sizes: Sequence[int] = (),
+        optimizer: type[torch.optim.Optimizer] = torch.optim.SGD,
+        callbacks: Sequence | None = None,
+        random_state: int | np.random.RandomState | None = None,
+        secure_mode: bool = False,
+        device: str | torch.device = "cpu",
+        n_jobs: int | None = None,
+        record_private_diagnostics: bool = False,
+        verbose: int = 0,
+        **kwargs: object,
+    ) -> None:
         self.constraints = constraints
         self.tolerance = tolerance
         self.epsilon = epsilon
