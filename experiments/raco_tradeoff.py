@@ -244,7 +244,7 @@ def speed(args):
     from skfairdp.fairness.rates import DemographicParity, compile_rate_constraints
     from skfairdp.nn import build_module
     from skfairdp.privacy import PoissonSampler, RandomSource
-    from skfairdp.raco.estimator import RacoProblem
+    from skfairdp.raco.problem import RacoProblem
 
     _setup_runtime()
     X, y, s = load_dataset("adult")

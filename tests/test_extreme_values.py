@@ -33,7 +33,7 @@ from skfairdp.engine.loop import check_finite_parameters
 from skfairdp.engine.per_sample import DenseGradients, finite_outputs
 from skfairdp.fermi import ermi
 from skfairdp.privacy import RandomSource
-from skfairdp.raco.estimator import soft_histogram
+from skfairdp.raco.problem import soft_histogram
 
 F32_MAX = float(np.finfo(np.float32).max)
 # float32 rounding of a sum of B rows, each within C: a relative slack far below any

@@ -25,7 +25,8 @@ from skfairdp.engine import NoiseConfig, train
 from skfairdp.fermi import DPFermiClassifier
 from skfairdp.fermi.problem import ErmiProblem
 from skfairdp.privacy import RandomSource
-from skfairdp.raco.estimator import RaCODPClassifier, RacoProblem
+from skfairdp.raco import RaCODPClassifier
+from skfairdp.raco.problem import RacoProblem
 
 # These fits are run for their noise and clipping, not their accuracy (tiny data, large
 # noise or step sizes): a warning that the fitted model is degenerate is expected here.

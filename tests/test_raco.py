@@ -18,7 +18,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 
-import skfairdp.raco.estimator as raco
+import skfairdp.raco.problem as raco_problem
 from skfairdp._fit import schedules
 from skfairdp.engine import PerSampleGradients, clipped_sum
 from skfairdp.engine.iterates import load_flat_parameters
@@ -33,7 +33,9 @@ from skfairdp.fermi import DPFermiClassifier
 from skfairdp.metrics import demographic_parity_violation
 from skfairdp.privacy import RandomSource, calibration, epsilon_spent
 from skfairdp.privacy.joint import joint_epsilon, joint_sampled_event
-from skfairdp.raco.estimator import RaCODPClassifier, RacoProblem
+from skfairdp.privacy.mechanisms import laplace_noise
+from skfairdp.raco import RaCODPClassifier, solutions
+from skfairdp.raco.problem import RacoProblem
 
 ADD_REMOVE = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 
@@ -338,8 +340,8 @@ def test_noiseless_histogram_never_reaches_the_update(monkeypatch, small_data):
     X, y, s = small_data
 
     def fit(shift):
-        real = raco.soft_histogram
-        monkeypatch.setattr(raco, "soft_histogram", lambda p, q, k: real(p, q, k) + shift)
+        real = raco_problem.soft_histogram
+        monkeypatch.setattr(raco_problem, "soft_histogram", lambda p, q, k: real(p, q, k) + shift)
         return RaCODPClassifier(
             epsilon=5.0, tolerance=0.01, batch_size=100, max_epochs=15, random_state=1
         ).fit(X, y, sensitive_features=s)
@@ -547,7 +549,7 @@ def test_laplace_noise_distribution_and_secure_mode(small_data):
     assert 2 * math.exp(-n * 0.3**2 / 2 / (20 + 1600 * 0.3 / 3)) < 1e-10
     assert n * math.exp(-40) < 1e-12
     for source in (RandomSource(0), RandomSource(secure_mode=True)):
-        noise = raco.laplace_noise(source, (500, 200), scale, "cpu")
+        noise = laplace_noise(source, (500, 200), scale, "cpu")
         assert noise.shape == (500, 200) and noise.dtype == torch.float32
         x = noise.double().ravel().numpy() / scale
         assert gamma_lo <= np.abs(x).sum() <= gamma_hi
@@ -615,12 +617,12 @@ def test_hard_rates_move_the_dual_when_the_soft_constraint_holds():
 
 def test_hard_histogram_counts_argmax_with_sensitivity_one():
     outputs = torch.tensor([[0.2, 0.1], [0.0, 3.0], [-1.0, -0.5]])
-    onehot = raco.hard_predictions(outputs)
+    onehot = raco_problem.hard_predictions(outputs)
     torch.testing.assert_close(onehot, torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]))
-    H = raco.soft_histogram(onehot, torch.tensor([0, 0, 1]), 2)
+    H = raco_problem.soft_histogram(onehot, torch.tensor([0, 0, 1]), 2)
     torch.testing.assert_close(H, torch.tensor([[1.0, 1.0], [0.0, 1.0]]))
     # one row more or less moves one count by one (L1 = L2 = 1)
-    H2 = raco.soft_histogram(onehot[:2], torch.tensor([0, 0]), 2)
+    H2 = raco_problem.soft_histogram(onehot[:2], torch.tensor([0, 0]), 2)
     assert float((H - H2).abs().sum()) == 1.0
 
 
@@ -654,7 +656,7 @@ def test_auto_dual_steps_shrink_with_the_noise_of_the_estimate_and_the_run():
     denom = torch.tensor([50.0, 200.0])
     # sigma^2 = sum over the two sets of (1 part * 16 + n / 4) / n^2
     sigma = math.sqrt((16 + 12.5) / 50**2 + (16 + 50) / 200**2)
-    expected = raco.DUAL_WALK / (sigma * math.sqrt(schedules.RACO_MIN_STEPS))
+    expected = raco_problem.DUAL_WALK / (sigma * math.sqrt(schedules.RACO_MIN_STEPS))
     torch.testing.assert_close(problem.dual_steps(denom), torch.full((4,), expected))
     noisier = _problem(program, noise="gaussian", scale=40.0, batch=100.0, lr_dual=None)
     assert bool((noisier.dual_steps(denom) < problem.dual_steps(denom)).all())
@@ -666,7 +668,7 @@ def test_auto_dual_steps_shrink_with_the_noise_of_the_estimate_and_the_run():
     torch.testing.assert_close(longer.dual_steps(denom), problem.dual_steps(denom) / 2)
     exact = _problem(program, lr_dual=None, planned_steps=1)  # sampling noise only, capped
     big = torch.tensor([1e6, 1e6])
-    assert bool((exact.dual_steps(big) == raco.LR_DUAL_MAX).all())
+    assert bool((exact.dual_steps(big) == raco_problem.LR_DUAL_MAX).all())
 
 
 def test_auto_dual_step_multiplier_walk_has_std_dual_walk():
@@ -714,7 +716,7 @@ def test_auto_dual_step_multiplier_walk_has_std_dual_walk():
         assert float(change.sum()) == pytest.approx(0.0, abs=1e-4)  # the two mirror each other
         moves.append(float(change[0]))
     moves = np.array(moves)
-    truth = raco.DUAL_WALK * math.sqrt(scale**2 / (scale**2 + n / 4))
+    truth = raco_problem.DUAL_WALK * math.sqrt(scale**2 / (scale**2 + n / 4))
     assert abs(moves.mean()) < 0.4 * truth  # no drift (the mean's sd: truth / sqrt(150) = 0.08)
     assert 0.7 * truth < moves.std() < 1.3 * truth
 
@@ -731,7 +733,7 @@ def test_mixture_predict_proba_is_the_weighted_mixture_of_hard_predictions(trade
     (X, y, s), (Xt, _, _) = tradeoff
     est = _mixture_fit((X[:600], y[:600], s[:600]))
     n_params = sum(p.numel() for p in est.module_.parameters())
-    assert est.iterates_.shape == (raco.N_ITERATES, n_params)
+    assert est.iterates_.shape == (solutions.N_ITERATES, n_params)
     np.testing.assert_allclose(est.iterate_weights_.sum(), 1.0)
     module = clone_module(est)
     expected = np.zeros((len(Xt), 2))
@@ -779,13 +781,13 @@ def test_best_selection_is_accounted_exactly(small_data):
     est = RaCODPClassifier(
         solution="best", epsilon=3.0, delta=1e-5, batch_size=20, max_epochs=4, random_state=0
     ).fit(X, y, sensitive_features=s)
-    K = raco.N_CANDIDATES + 1  # the copies and the average
+    K = solutions.N_CANDIDATES + 1  # the copies and the average
     assert 0 <= est.selected_iterate_ < K
     assert est.selection_statistics_["error"].shape == (K,)
     # what dp-accounting says, built by hand: T steps of one joint Gaussian, then K
     # Gaussian histograms each of sensitivity 1 and std z_sel * sqrt(K)
     rho = (math.sqrt(3.0 + math.log(1e5)) - math.sqrt(math.log(1e5))) ** 2
-    z_sel = 1.0 / math.sqrt(2 * raco.SELECTION_SHARE * rho)
+    z_sel = 1.0 / math.sqrt(2 * solutions.SELECTION_SHARE * rho)
     steps = dp_accounting.SelfComposedDpEvent(
         dp_accounting.PoissonSampledDpEvent(
             20 / len(y), dp_accounting.GaussianDpEvent(est.effective_noise_multiplier_)

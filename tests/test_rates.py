@@ -17,7 +17,7 @@ from skfairdp.fairness.rates import (
     resolve_constraints,
     subset_rates,
 )
-from skfairdp.raco.estimator import soft_histogram
+from skfairdp.raco.problem import soft_histogram
 
 
 def _soft(n, k, seed):

@@ -40,7 +40,7 @@ from skfairdp.privacy import (
     sampled_gaussian_steps_event,
 )
 from skfairdp.privacy.joint import joint_sampled_event
-from skfairdp.raco.estimator import RacoProblem
+from skfairdp.raco.problem import RacoProblem
 
 G, L = dp_accounting.GaussianDpEvent, dp_accounting.LaplaceDpEvent
 PS, SC = dp_accounting.PoissonSampledDpEvent, dp_accounting.SelfComposedDpEvent

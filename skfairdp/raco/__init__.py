@@ -1,6 +1,11 @@
 """RaCO-DP (Yaghini, Cebere, Menart, Bellet & Papernot): :class:`RaCODPClassifier`.
 
-- :mod:`.estimator`: the estimator (parameters, objective, private statistics, dual update).
+- :mod:`.estimator`: the estimator (parameters, the hooks of the fit template, prediction);
+- :mod:`.problem`: the Lagrangian as the engine sees it (objective, the noisy histogram of
+  each step, the dual update);
+- :mod:`.solutions`: the model returned, made from the iterates (``solution``), and the
+  mixture's probabilities;
+- :mod:`.accounting`: the executed event, the authors' separate composition, the budget hooks.
 """
 
 from __future__ import annotations
