@@ -27,7 +27,7 @@ from first_column import (
 )
 from sklearn.base import BaseEstimator, is_regressor
 from sklearn.linear_model import LinearRegression, LogisticRegression
-from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 from sklearn.utils.estimator_checks import (
     check_do_not_raise_errors_in_init_or_set_params,
     check_param_validation,
@@ -347,12 +347,9 @@ def test_init_stores_every_parameter_and_only_leading_ones_are_positional(cls):
         cls(*range(len(positional) + 1))  # e.g. epsilon is keyword-only
 
 
-def test_declare_parameters_rejects_inconsistent_declarations():
-    from skfairdp._fit.base import Param, declare_parameters
-
-    with pytest.raises(ValueError, match="first own parameters"):
-        declare_parameters(own={"a": Param(1, [int]), "b": Param(2, [int])}, positional=("b",))
-    with pytest.raises(ValueError, match="lacks"):
-        declare_parameters(defaults={"no_such_parameter": 1})
-    declared = declare_parameters("activation", defaults={"lr": 0.5})
-    assert declared.defaults["lr"] == 0.5 and declared.defaults["activation"] == "tanh"
+def test_parameter_constraints_also_accept_extends_common_ones_only():
+    constraints = parameter_constraints(also_accept={"batch_size": [StrOptions({"auto"})]})
+    assert constraints["batch_size"][-1].options == {"auto"}
+    assert COMMON_CONSTRAINTS["batch_size"][-1] is not constraints["batch_size"][-1]  # copied
+    with pytest.raises(ValueError, match="not a common or shared parameter"):
+        parameter_constraints(own={"alpha": [float]}, also_accept={"alpha": [str]})

@@ -10,6 +10,7 @@ import torch
 from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
 from opacus.accountants import RDPAccountant
 
+from skfairdp.fermi.theorem import theorem_3_3_preconditions, theorem_3_3_sigmas
 from skfairdp.privacy import (
     PoissonSampler,
     RandomSource,
@@ -23,7 +24,6 @@ from skfairdp.privacy import (
     resolve_delta,
     sampled_gaussian_steps_event,
 )
-from skfairdp.privacy.closed_form import theorem_3_3_preconditions, theorem_3_3_sigmas
 from skfairdp.privacy.events import compose
 
 # ---------------------------------------------------------------------------

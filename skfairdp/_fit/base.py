@@ -1,13 +1,11 @@
-"""Shared machinery of skfairdp's private estimators: parameters, one fit, prediction.
+"""The base classes of skfairdp's private estimators: parameters, the fit, the outputs.
 
 Every estimator is a :class:`PrivateClassifierBase` (or, for regression, a
-:class:`PrivateRegressorBase`; both are a :class:`PrivateEstimatorBase`). It declares its parameters
-(:func:`declare_parameters`, in ``_parameters.py``) and fills a few hooks of the
-one private fit (:class:`~skfairdp._private_fit.PrivateFitMixin`, whose
-``_private_fit`` docstring gives the path of a fit, with :class:`FitContext` and
-:class:`NoisePlan` from ``_fit_context.py``). This module holds what is left:
-the skorch-style prefixed parameters, validation of ``X``/``y``, building the
-module and optimizer, and prediction.
+:class:`PrivateRegressorBase`; both are a :class:`PrivateEstimatorBase`). It writes
+its ``__init__`` and ``_parameter_constraints`` (:mod:`.parameters`) and fills a few
+hooks of the one private fit (:class:`~skfairdp._fit.template.PrivateFitMixin`).
+This module holds what is left: the skorch-style prefixed parameters, validation of
+``X``/``y``, building the module and optimizer, and prediction.
 """
 
 from __future__ import annotations
@@ -25,9 +23,6 @@ from .parameters import (
     NON_NEGATIVE,
     POSITIVE,
     SHARED_CONSTRAINTS,
-    Param,
-    ParameterDeclaration,
-    declare_parameters,
     parameter_constraints,
 )
 from .template import PrivateDiagnosticsWarning, PrivateFitMixin
@@ -40,12 +35,10 @@ __all__ = [
     "NON_NEGATIVE",
     "NoisePlan",
     "POSITIVE",
-    "Param",
     "PrivateClassifierBase",
     "PrivateDiagnosticsWarning",
     "PrivateEstimatorBase",
     "PrivateRegressorBase",
-    "declare_parameters",
     "parameter_constraints",
 ]
 
@@ -54,55 +47,27 @@ _PREDICT_CHUNK = 65536
 
 
 class PrivateEstimatorBase(PrivateFitMixin, BaseEstimator):
-    """Base class: declared parameters, the one private fit, the model's outputs.
+    """Base class: parameters, the one private fit, the model's outputs.
 
     :class:`PrivateClassifierBase` and :class:`PrivateRegressorBase` add what
     depends on the task: the validation of ``y`` and prediction.
 
-    **Parameters.** A subclass sets ``_parameters = declare_parameters(...)``;
-    its ``__init__`` and ``_parameter_constraints`` are made from it (each
-    estimator declares exactly its own parameters, never inheriting a constraint
-    for one it lacks). Keyword arguments ``module__*``/``optimizer__*`` are
-    stored too and visible to ``get_params``/``set_params``, so ``GridSearchCV``
-    can tune the architecture, as in skorch.
+    **Parameters.** A subclass writes an ``__init__`` that stores each argument
+    unchanged (scikit-learn's rule) and passes ``**kwargs`` to
+    :meth:`_store_prefixed`, and sets ``_parameter_constraints`` with
+    :func:`~skfairdp._fit.parameters.parameter_constraints`. Keyword arguments
+    ``module__*``/``optimizer__*`` are stored too and visible to
+    ``get_params``/``set_params``, so ``GridSearchCV`` can tune the architecture,
+    as in skorch.
 
-    **Fit.** :meth:`fit` runs :meth:`_private_fit`, the one template of every
-    estimator. A subclass fills in:
-
-    - ``_make_problem(ctx, plan)`` (required): the engine problem, i.e. the
-      per-sample objective, the statistics released per batch and the dual update;
-    - ``_calibrate(ctx)``: the :class:`NoisePlan` meeting ``(epsilon, delta)``
-      (default: one Gaussian per step, calibrated by :meth:`_calibrated_effective`);
-    - ``_plan_for(z, ctx)`` and ``_steps_event(plan, ctx, steps)``: the plan of a
-      fixed gradient multiplier ``z`` (``noise_multiplier``) and the planned event of
-      ``steps`` steps with a plan, with which the template caps the steps to the
-      budget (defaults: one Gaussian per step);
-    - ``_encode_groups(sensitive_features, n_samples)``: group codes (default: none);
-    - ``_upfront_releases(ctx)``: releases before training, e.g. a noisy
-      histogram (default: none), returning their planned event;
-    - ``_per_row_tensors(ctx)``: the per-row tensors the problem's batches hold
-      (default: labels and groups);
-    - ``_store_fitted(problem, plan)``: fitted attributes from the problem;
-    - ``_check_params()``, ``_accountant_options()`` (and
-      ``_calibration_options()``), ``_recorded_view()``, ``_report_accounting(ctx)``:
-      cross-parameter checks, the accountant that prices the event (and the one
-      calibration plans with), the view of same-batch releases, warnings about
-      the accounting.
+    **Fit.** :meth:`fit` runs the one template of every estimator
+    (:class:`~skfairdp._fit.template.PrivateFitMixin`, whose docstring lists the
+    hooks a subclass fills in).
     """
 
     # fairlearn-style: request sensitive_features (and sample_weight) for fit under
     # metadata routing, so routers pass them without set_fit_request.
     __metadata_request__fit = {"sensitive_features": True, "sample_weight": True}
-
-    #: The estimator's parameter declaration (set by each concrete estimator).
-    _parameters: ParameterDeclaration | None = None
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        declaration = vars(cls).get("_parameters")
-        if declaration is not None and "__init__" not in vars(cls):
-            cls._parameter_constraints = dict(declaration.constraints)
-            cls.__init__ = declaration.make_init(cls)
 
     # -- skorch-style prefixed parameters ---------------------------------
     def _store_prefixed(self, kwargs: dict) -> None:

@@ -1,9 +1,10 @@
 """The one private fit of every estimator: a template with small hooks.
 
-:class:`PrivateFitMixin` holds the path of a fit (validation, randomness,
-sampling, up-front releases, calibration, the training loop, the recorded event
-and what it costs); an estimator fills in the hooks listed in the docstring of
-:class:`~skfairdp.base.PrivateClassifierBase`.
+:class:`PrivateFitMixin` holds the path of a fit: validation, groups, randomness
+and sampling, the releases before training, the noise plan (asked once of
+:mod:`skfairdp._fit.budget`), the training loop (:func:`skfairdp.engine.train`),
+the recorded event and what it costs. An estimator fills in the hooks listed in
+the docstring of :class:`PrivateFitMixin`.
 """
 
 from __future__ import annotations
@@ -44,7 +45,28 @@ class PrivateDiagnosticsWarning(UserWarning):
 
 
 class PrivateFitMixin:
-    """The fit template (mixed into :class:`~skfairdp.base.PrivateClassifierBase`)."""
+    """The fit template (mixed into :class:`~skfairdp._fit.base.PrivateEstimatorBase`).
+
+    Hooks an estimator fills in (defaults in this class):
+
+    - ``_make_problem(ctx, plan)`` (required): the engine problem, i.e. the
+      per-sample objective, the statistics released per batch and the dual update;
+    - ``_encode_groups(sensitive_features, n_samples)``: group codes (default: none);
+    - ``_upfront_releases(ctx)``: releases before training (e.g. a noisy histogram),
+      returning their planned event; ``_post_training_event(ctx)``: the planned event
+      of releases after training (e.g. a noisy selection);
+    - ``_per_row_tensors(ctx)``: what each batch holds besides ``X``;
+    - ``_store_fitted(problem, plan)``: fitted attributes (released values only);
+    - the budget's hooks (:mod:`skfairdp._fit.budget`): ``_plan_for(z, ctx)``,
+      ``_steps_event(plan, ctx, steps)``, ``_one_gaussian_per_step()``,
+      ``_split_joint(joint)``, ``_check_budget(ctx)``, ``_paper_plan(ctx)``,
+      ``_outside_steps_note()``;
+    - ``_schedule``: the estimator's ``"auto"`` rules (:mod:`skfairdp._fit.schedules`);
+    - ``_check_params()``, ``_accountant_options()``, ``_calibration_options()``,
+      ``_recorded_view()``, ``_report_accounting(ctx)``: cross-parameter checks, the
+      accountant that prices the event (and the one calibration plans with), the
+      view of same-batch releases, warnings about the accounting.
+    """
 
     # -- the one private fit -------------------------------------------------
     def fit(self, X, y, *, sensitive_features=None, sample_weight=None):

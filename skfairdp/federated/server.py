@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..fermi.problem import TailAverage
+from ..engine.iterates import TailAverage
 from . import objective
 from .silo import REPLY_KEYS
 

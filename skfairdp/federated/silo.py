@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from ..fermi.problem import DUAL_NOISE_RATIO, GROUP_PRIOR_BUDGET_SHARE, w_clip_norm
+from ..fermi.theorem import theorem_3_3_preconditions, theorem_3_3_sigmas
 from ..privacy import (
     EventRecorder,
     PoissonSampler,
@@ -40,7 +41,6 @@ from ..privacy import (
 )
 from ..privacy.accountant import epsilon_spent
 from ..privacy.analytic import gaussian_noise_multiplier
-from ..privacy.closed_form import theorem_3_3_preconditions, theorem_3_3_sigmas
 from ..privacy.events import compose, gaussian_release_event
 from . import objective
 from .release import SiloBatch, clipped_sums

@@ -1,6 +1,6 @@
 """``calibration="paper"``: DP-FERMI's noise from Theorem 3.3's closed-form sigmas.
 
-The theorem (:mod:`skfairdp.privacy.closed_form`) gives standard deviations on
+The theorem (:mod:`skfairdp.fermi.theorem`) gives standard deviations on
 minibatch-averaged gradients under its own preconditions; :func:`theorem_3_3_plan`
 turns them into the noise multipliers of the sums DP-FERMI releases, and warns when
 a precondition fails. The default calibration is the numeric accountant's
@@ -15,7 +15,7 @@ import warnings
 
 from .._fit.context import NoisePlan
 from ..privacy import joint_noise_multiplier
-from ..privacy.closed_form import theorem_3_3_preconditions, theorem_3_3_sigmas
+from .theorem import theorem_3_3_preconditions, theorem_3_3_sigmas
 
 __all__ = ["theorem_3_3_plan"]
 
@@ -41,7 +41,7 @@ def theorem_3_3_plan(
     Parameters
     ----------
     epsilon, delta, n_samples, steps, rho, n_classes
-        As in :func:`~skfairdp.privacy.closed_form.theorem_3_3_sigmas`.
+        As in :func:`~skfairdp.fermi.theorem.theorem_3_3_sigmas`.
     batch_size : float
         Expected batch size ``m`` (the noise goes on sums of ``m`` rows).
     max_grad_norm : float
