@@ -25,6 +25,7 @@ import dp_accounting
 import numpy as np
 import torch
 
+from .._fit.budget import reserved_noise_multiplier
 from ..fermi.problem import DUAL_NOISE_RATIO, GROUP_PRIOR_BUDGET_SHARE, w_clip_norm
 from ..fermi.theorem import theorem_3_3_preconditions, theorem_3_3_sigmas
 from ..privacy import (
@@ -40,7 +41,6 @@ from ..privacy import (
     sampled_gaussian_steps_event,
 )
 from ..privacy.accountant import epsilon_spent
-from ..privacy.analytic import gaussian_noise_multiplier
 from ..privacy.events import compose, gaussian_release_event
 from . import objective
 from .release import SiloBatch, clipped_sums
@@ -219,7 +219,7 @@ class Silo:
             return math.inf
         share = GROUP_PRIOR_BUDGET_SHARE
         sensitivity = 2.0 if c.privacy_unit == "sensitive" else 1.0
-        return gaussian_noise_multiplier(share * c.epsilon, share * self.delta, sensitivity)
+        return reserved_noise_multiplier(share, c.epsilon, self.delta, sensitivity=sensitivity)
 
     def histogram(self, cells: str) -> dict:
         """Round 0: this silo's noisy counts in layout ``cells`` (once, before training).
