@@ -188,10 +188,9 @@ def _check_every_cell_has_rows(est, cells, n_cells: int, weights) -> None:
     if not counts.all():
         empty = int(np.flatnonzero(counts == 0)[0])
         group = est.group_encoder_.group_labels_[empty // 2]
+        weighted = "" if weights is None else " of positive sample_weight"
         raise ValueError(
-            f"sensitive_features: group {group!r} has no row with y == "
-            f"{est.classes_[empty % 2]!r}"
-            + ("" if weights is None else " and a positive sample_weight")
-            + "; CGOOReduction needs rows in every (group, label) cell (its rates are "
-            "conditional on them)"
+            f"sensitive_features: group {group!r} has no row{weighted} of class y == "
+            f"{est.classes_[empty % 2]!r}; CGOOReduction needs rows in every (group, "
+            "label) cell (its rates are conditional on them)"
         )
