@@ -367,14 +367,16 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
                     "mode needs method='frank_wolfe'"
                 )
             self._fit_exponential(X, statistics, *problem_functions, split, random, recorder)
-            self.dp_event_ = recorder.build()
-            self.privacy_spent_ = pure_epsilon_spent(self.dp_event_)
-            return self
-        self._fit_frank_wolfe(
-            X, statistics, *problem_functions, split, delta, random, recorder, regression
-        )
+        else:
+            self._fit_frank_wolfe(
+                X, statistics, *problem_functions, split, delta, random, recorder, regression
+            )
         self.dp_event_ = recorder.build()
-        self.privacy_spent_ = reduction_spent(self.dp_event_, delta, self.accountant)
+        self.privacy_spent_ = (
+            pure_epsilon_spent(self.dp_event_)  # the exponential method is pure DP
+            if self.method == "exponential"
+            else reduction_spent(self.dp_event_, delta, self.accountant)
+        )
         return self
 
     def _fit_frank_wolfe(

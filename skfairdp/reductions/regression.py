@@ -10,7 +10,8 @@ objective of the **group losses**
 (joint, like the classification statistics: a group's mean loss is ``L_g / p_g``
 with ``p_g`` the released group frequency). Clipping each row's squared residual
 at the public ``loss_bound`` bounds what one row adds to the released vector:
-one coordinate, by at most ``loss_bound`` (its L2 sensitivity).
+one coordinate, by at most ``loss_bound`` (its L2 sensitivity; ``max_weight *
+loss_bound`` when the rows carry weights, which multiply their losses).
 
 A weighted least-squares fit can only take non-negative weights (a negative
 weight makes the problem unbounded), so the objective and the constraint must be
