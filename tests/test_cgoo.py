@@ -7,7 +7,9 @@
 - the Frank–Wolfe / column-generation pieces against brute force;
 - the exponential method (Algorithm 1) against brute force;
 - epsilon=inf against fairlearn's ExponentiatedGradient, and a private fit end to end;
-- prediction, released attributes only, bad input, small-cell warnings.
+- prediction, released attributes only, bad input, small-cell warnings;
+- planned_event, and sample_weight (unit weights = unweighted, weight 0 = removed row,
+  bounds, the derived sensitivities and the noise that follows from them).
 
 The objectives and constraints themselves are tested in test_reduction_objectives.py.
 Every random quantity is seeded; the one statistical bound per test is set so that a

@@ -607,12 +607,12 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
         Returns
         -------
         dp_accounting.DpEvent
-            ``NonPrivateDpEvent`` when ``epsilon=inf``.
+            ``NonPrivateDpEvent`` for a non-private reduction (``epsilon=inf``).
         """
+        self._validate_params()
         n = int(n_samples)
         if n < 1:
             raise ValueError(f"n_samples must be >= 1, got {n_samples}")
-        self._validate_params()
         if math.isinf(self.epsilon):
             return dp_accounting.NonPrivateDpEvent()
         split = check_budget_split(self.budget_split)
