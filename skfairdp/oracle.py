@@ -1,8 +1,8 @@
 """The oracle contract: what a meta-estimator may assume of an estimator it fits many times.
 
-A meta-estimator (fairlearn's ``ExponentiatedGradient``, the coming
-``CGOOReduction``) calls a weighted-ERM *oracle* ``T`` times within one fit, each
-time with other sample weights (and relabelled targets). Every skfairdp estimator
+A meta-estimator (fairlearn's ``ExponentiatedGradient``,
+:class:`~skfairdp.CGOOReduction`) calls a weighted-ERM *oracle* ``T`` times within
+one fit, each time with other sample weights (and relabelled targets). Every skfairdp estimator
 meets :class:`PrivateOracle`; any scikit-learn classifier meets its call shape at
 ``epsilon = inf``. The contract:
 
@@ -15,9 +15,16 @@ meets :class:`PrivateOracle`; any scikit-learn classifier meets its call shape a
 3. **Event.** After ``fit``, ``dp_event_`` is the :class:`dp_accounting.DpEvent`
    of the releases the fit *executed* (recorded by the mechanisms as they ran).
    The meta-estimator's own cost is the composition of its oracles' events
-   (:func:`composed_event`), priced by one accountant; nothing else is released
-   about the data unless the meta-estimator releases it (and accounts for it).
-4. **Randomness.** Each fit draws its batches, noise and initialisation from the
+   (:func:`composed_event`; a meta-estimator with releases of its own records each
+   fit's :func:`executed_event` in its :class:`~skfairdp.privacy.EventRecorder`
+   between them), priced by one accountant; nothing else is released about the
+   data unless the meta-estimator releases it (and records it).
+4. **Plan.** Before any fit, ``planned_event(n_samples, noise_multiplier=z)`` is
+   the event a fit on ``n_samples`` rows executes with gradient multiplier ``z``
+   (from the parameters alone), so a meta-estimator can calibrate ``z`` for all
+   its fits at once; a fit run with ``noise_multiplier=z`` and a budget that
+   allows every step then records exactly that event.
+5. **Randomness.** Each fit draws its batches, noise and initialisation from the
    stream it is given. ``sklearn.base.clone`` keeps ``random_state``, so ``T``
    clones would repeat the same noise ``T`` times; :func:`spawn_oracle` hands each
    fit an independent child of the meta-estimator's
@@ -67,6 +74,12 @@ class PrivateOracle(Protocol):
 
     def fit(self, X, y, *, sample_weight=None, **fit_params) -> PrivateOracle:
         """Fit on weighted rows; ``fit_params`` e.g. ``sensitive_features``."""
+        ...
+
+    def planned_event(
+        self, n_samples: int, *, noise_multiplier: float | None = None
+    ) -> dp_accounting.DpEvent:
+        """The event of a fit on ``n_samples`` rows (with gradient multiplier ``z``)."""
         ...
 
     def get_params(self, deep: bool = True) -> dict:

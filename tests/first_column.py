@@ -98,14 +98,13 @@ class FirstColumnFairLens(_FirstColumnFit, FairLensClassifier):
 class FirstColumnCGOO(CGOOReduction):
     """TEST-ONLY: :class:`CGOOReduction` with groups from X's first column.
 
-    Its ``fit`` takes no ``sample_weight`` (nor does the reduction's). A
-    classification reduction needs rows in every (group, label) cell, so its
+    A classification reduction needs rows in every (group, label) cell, so its
     groups are ranked within each label. The reduction requires groups before it
     reads X, so for an invalid X it gets alternating groups of the right length
     and reports X's own error.
     """
 
-    def fit(self, X, y, *, sensitive_features=None):
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
         if sensitive_features is None:
             sensitive_features = (
                 first_column_groups(X)
@@ -114,7 +113,7 @@ class FirstColumnCGOO(CGOOReduction):
             )
         if sensitive_features is None:
             sensitive_features = np.arange(len(X)) % 2
-        return super().fit(X, y, sensitive_features=sensitive_features)
+        return super().fit(X, y, sensitive_features=sensitive_features, sample_weight=sample_weight)
 
 
 class FirstColumnFederated(FederatedDPFermiClassifier):

@@ -7,7 +7,9 @@
 - the Frank–Wolfe / column-generation pieces against brute force;
 - the exponential method (Algorithm 1) against brute force;
 - epsilon=inf against fairlearn's ExponentiatedGradient, and a private fit end to end;
-- prediction, released attributes only, bad input, small-cell warnings.
+- prediction, released attributes only, bad input, small-cell warnings;
+- planned_event, and sample_weight (unit weights = unweighted, weight 0 = removed row,
+  bounds, the derived sensitivities and the noise that follows from them).
 
 The objectives and constraints themselves are tested in test_reduction_objectives.py.
 Every random quantity is seeded; the one statistical bound per test is set so that a
@@ -28,15 +30,18 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.optimize import nnls
 from scipy.special import logsumexp
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skfairdp import CGOOReduction, DPFermiClassifier, DPSGDClassifier
+from skfairdp._fit import schedules
 from skfairdp.engine import PerSampleGradients, clipped_sum
 from skfairdp.privacy import epsilon_spent, resolve_delta, sampled_gaussian_steps_event
+from skfairdp.privacy.planning import planned_fit_event
 from skfairdp.reductions import SmallCellWarning
 from skfairdp.reductions import estimator as cgoo_module
+from skfairdp.reductions import exponential as exponential_module
 from skfairdp.reductions.atoms import ConstantAtom, cell_codes, positive_counts
 from skfairdp.reductions.budget import (
     advanced_composition_epsilon,
@@ -52,6 +57,7 @@ from skfairdp.reductions.exponential import (
 )
 from skfairdp.reductions.frank_wolfe import oracle_task, restricted_master, step_size
 from skfairdp.reductions.objectives import linear_objective_vector, resolve_objective
+from skfairdp.reductions.releases import pure_epsilon_spent
 
 # A cheap private oracle: few large-batch DP-SGD steps (the default runs 20 epochs).
 FAST_ORACLE = DPSGDClassifier(lr=1.0, batch_size=2000, max_epochs=2)
@@ -555,7 +561,7 @@ def spy(monkeypatch):
         seen["total"] = total
         return score_sensitivity(problem, total)
 
-    monkeypatch.setattr(cgoo_module, "exponential_log_probabilities", log_probabilities)
+    monkeypatch.setattr(exponential_module, "exponential_log_probabilities", log_probabilities)
     monkeypatch.setattr(cgoo_module, "score_sensitivity", sensitivity)
     return seen
 
@@ -583,14 +589,18 @@ def test_exponential_probabilities_match_brute_force(tiny, spy):
     logits = -eps_select * h / (2 * sensitivity)
     np.testing.assert_allclose(spy["log_p"], logits - logsumexp(logits), rtol=1e-9, atol=1e-12)
     assert np.exp(spy["log_p"]).sum() == pytest.approx(1.0)
-    # the released pieces: a Laplace count and the selection, pure epsilon-DP
-    assert est.privacy_spent_ == (pytest.approx(epsilon), 0.0)
+    # the released pieces: a Laplace count and the selection, pure epsilon-DP; the
+    # selection is recorded as the Laplace mechanism of its epsilon (which dominates an
+    # eps-bounded-range mechanism), and the price is that of the recorded event
+    assert est.privacy_spent_ == (pytest.approx(epsilon, rel=1e-15), 0.0)
     assert est.dp_event_ == dp_accounting.ComposedDpEvent(
         [
             dp_accounting.LaplaceDpEvent(1 / (SPLIT[0] * epsilon)),
-            dp_accounting.ZCDpEvent(eps_select**2 / 8),  # bounded range: eps^2/8-zCDP
+            dp_accounting.LaplaceDpEvent(1 / eps_select),
         ]
     )
+    assert est.privacy_spent_ == pure_epsilon_spent(est.dp_event_)
+    assert est.planned_event(len(y)) == est.dp_event_
     assert len(est.predictors_) == 1 and est.predictors_[0] in THRESHOLDS
     np.testing.assert_array_equal(est.weights_, [1.0])
 
@@ -619,6 +629,29 @@ def test_exponential_needs_candidates_and_a_linear_problem(tiny):
             CGOOReduction(method="exponential", candidates=THRESHOLDS, objective="neg_g_mean").fit(
                 X, y, sensitive_features=s
             )
+
+
+def test_the_selection_event_dominates_every_bounded_range_pair():
+    """The selection is recorded as LaplaceDpEvent(1/eps): pure-DP value eps, and an RDP
+    curve above that of every eps-bounded-range pair (the two-point pairs, whose privacy
+    loss takes the values t and t - eps, are the extreme ones), so composing it at
+    delta > 0 is an upper bound too."""
+    from skfairdp.reductions.exponential import selection_event
+
+    for eps in (0.05, 0.5, 0.95, 2.0, 8.0):
+        event = selection_event(eps)
+        assert event == dp_accounting.LaplaceDpEvent(1 / eps)
+        assert pure_epsilon_spent(event).epsilon == pytest.approx(eps, rel=1e-15)
+        t = np.linspace(1e-9, eps - 1e-9, 2001)
+        p = np.expm1(eps - t) / (np.exp(eps - t) - np.exp(-t))  # P(loss = t)
+        for alpha in (1.01, 1.5, 2.0, 8.0, 64.0, 1024.0):
+            laplace = logsumexp([(alpha - 1) * eps, -alpha * eps], b=[alpha, alpha - 1]) - np.log(
+                2 * alpha - 1
+            )
+            pairs = np.logaddexp(
+                np.log(p) + (alpha - 1) * t, np.log1p(-p) + (alpha - 1) * (t - eps)
+            )
+            assert pairs.max() <= laplace * (1 + 1e-9), (eps, alpha)
 
 
 def test_gumbel_max_frequencies_match_the_probabilities():
@@ -804,6 +837,15 @@ def test_predict_is_reproducible_and_draws_from_predict_proba(mixture, data_2k):
     R = 4000
     mean = np.mean([mixture.predict(rows, random_state=r) for r in range(R)], axis=0)
     assert np.all(np.abs(mean - p) <= 5 * np.sqrt(p * (1 - p) / R) + 1 / R)
+
+
+def test_predict_draws_one_uniform_per_row(mixture, data_2k):
+    """skfairdp._fit.randomized.draw_classes: class 1 where u < P(1), u from random_state."""
+    X = data_2k[0]
+    p = mixture.predict_proba(X)[:, 1]
+    u = np.random.RandomState(3).uniform(size=len(X))
+    expected = mixture.classes_[(u < p).astype(np.int64)]
+    np.testing.assert_array_equal(mixture.predict(X, random_state=3), expected)
 
 
 def test_predict_needs_no_sensitive_features(mixture):
@@ -1033,16 +1075,16 @@ def test_noise_margin_penalises_oracle_atoms_only():
      (33916, 0.5, 13), (100, np.inf, 20), (10**7, 1.0, 20)],
 )  # fmt: skip
 def test_auto_max_iter_golden(n, epsilon, T):
-    assert cgoo_module.auto_max_iter(n, epsilon) == T
+    assert schedules.cgoo_max_iter(n, epsilon) == T
 
 
 def test_auto_max_iter_grows_with_n_and_epsilon():
     ns = [200, 750, 1500, 3000, 10_000, 30_000, 100_000]
     for eps in (0.5, 1.0, 3.0):
-        Ts = [cgoo_module.auto_max_iter(n, eps) for n in ns]
+        Ts = [schedules.cgoo_max_iter(n, eps) for n in ns]
         assert Ts == sorted(Ts) and min(Ts) >= 3 and max(Ts) <= 20
     for n in ns:
-        Ts = [cgoo_module.auto_max_iter(n, eps) for eps in (0.5, 1.0, 3.0, np.inf)]
+        Ts = [schedules.cgoo_max_iter(n, eps) for eps in (0.5, 1.0, 3.0, np.inf)]
         assert Ts == sorted(Ts)
 
 
@@ -1052,13 +1094,13 @@ def test_auto_max_iter_grows_with_n_and_epsilon():
      (22500, 512, 20, 0.5**0.75), (33916, 1024, 20, 1.0)],
 )  # fmt: skip
 def test_default_oracle_schedule_golden(n, batch, epochs, lr):
-    params = cgoo_module.default_oracle_params(n)
+    params = schedules.cgoo_oracle_params(n)
     assert (params["batch_size"], params["max_epochs"]) == (batch, epochs)
     assert params["lr"] == pytest.approx(lr)
     # at least 600 steps, and Adult keeps the large-data oracle
     assert params["max_epochs"] * max(1.0, n / params["batch_size"]) >= 600
     if n >= 24_000:
-        assert params == pytest.approx(cgoo_module.DEFAULT_ORACLE_PARAMS)
+        assert params == pytest.approx(schedules.CGOO_ORACLE_PARAMS)
 
 
 def test_defaults_resolve_by_n_and_spend_the_budget():
@@ -1097,9 +1139,10 @@ def test_objective_and_constraint_margins_are_separate():
     w, _ = restricted_master(J, Linear(), start, noisy, zero)
     assert w[1] == pytest.approx(0.05 / (0.02 + 0.05 * math.sqrt(2.0)))
     # noise_margin="auto": a larger margin on the objective than on the constraints
-    auto = (cgoo_module.AUTO_NOISE_MARGIN, cgoo_module.AUTO_OBJECTIVE_MARGIN)
-    assert CGOOReduction()._noise_margins() == auto
-    assert CGOOReduction(noise_margin=0.3)._noise_margins() == (0.3, 0.3)
+    auto = (schedules.CGOO_CONSTRAINT_MARGIN, schedules.CGOO_OBJECTIVE_MARGIN)
+    assert auto[0] < auto[1]
+    assert schedules.cgoo_noise_margins(CGOOReduction().noise_margin) == auto
+    assert schedules.cgoo_noise_margins(0.3) == (0.3, 0.3)
 
 
 def test_a_large_noise_margin_falls_back_to_the_constant_atoms():
@@ -1137,3 +1180,266 @@ def test_defaults_on_german_credit_do_not_lose_to_the_majority_class():
     majority = np.mean(yte != np.bincount(ytr).argmax())
     p = est.predict_proba(Xte)[:, 1]
     assert np.mean(np.where(yte == 1, 1.0 - p, p)) <= majority
+
+
+# =============================================================================
+# Planning: planned_event(n_samples)
+# =============================================================================
+def test_planned_event_is_what_the_budget_is_calibrated_to(private_fit, data_2k):
+    """The cell counts, then max_iter times (oracle fit, statistics release) at the
+    calibrated noise; the executed event leaves out the iterations a constant atom
+    answered, so it costs at most the plan, which meets the target."""
+    est = private_fit
+    n = len(data_2k[1])
+    delta = resolve_delta("auto", n)
+    planned = clone(est).planned_event(n)
+    noise = calibrate_reduction(
+        1.0, delta, 4, SPLIT, lambda z: FAST_ORACLE.planned_event(n, noise_multiplier=z)
+    )
+    oracle = FAST_ORACLE.planned_event(n, noise_multiplier=noise.oracle_noise_multiplier)
+    assert planned == reduction_event(noise.cells, noise.statistics, [oracle] * 4)
+    assert 0.95 <= epsilon_spent(planned, delta).epsilon <= 1.0
+    assert est.privacy_spent_.epsilon <= epsilon_spent(planned, delta).epsilon
+    assert planned_fit_event(est, n) == planned  # privacy.planning asks the estimator
+
+
+def test_planned_event_of_the_papers_split_and_of_a_non_private_fit(data_2k):
+    X, y, s = data_2k
+    est = _fit(
+        CGOOReduction(FAST_ORACLE, epsilon=1.0, max_iter=2, accountant="advanced", random_state=0),
+        X,
+        y,
+        s,
+    )
+    eps_call, delta_call = paper_per_call_budget(1.0, resolve_delta("auto", len(y)), 5)
+    planned = est.planned_event(len(y))
+    oracle = clone(FAST_ORACLE).set_params(epsilon=eps_call, delta=delta_call)
+    assert planned.events[1] == oracle.planned_event(len(y))  # each oracle's own budget
+    if est.n_oracle_calls_ == 2:
+        assert est.dp_event_ == planned
+    assert CGOOReduction(epsilon=np.inf).planned_event(100) == dp_accounting.NonPrivateDpEvent()
+    with pytest.raises(ValueError, match="n_samples"):
+        CGOOReduction().planned_event(0)
+
+
+# =============================================================================
+# sample_weight
+# =============================================================================
+class ExactStump(ClassifierMixin, BaseEstimator):
+    """TEST-ONLY oracle on the contract (not private: it reports a fixed event): the
+    threshold of X[:, 0] on a public grid with the smallest weighted error, summed
+    exactly (math.fsum), so a row of weight 0 is exactly a removed row."""
+
+    def __init__(
+        self, epsilon=1.0, delta="auto", noise_multiplier=None, max_sample_weight=1.0,
+        random_state=None, secure_mode=False,
+    ):  # fmt: skip
+        self.epsilon = epsilon
+        self.delta = delta
+        self.noise_multiplier = noise_multiplier
+        self.max_sample_weight = max_sample_weight
+        self.random_state = random_state
+        self.secure_mode = secure_mode
+
+    def planned_event(self, n_samples, *, noise_multiplier=None):
+        return dp_accounting.GaussianDpEvent(noise_multiplier or 1.0)
+
+    def fit(self, X, y, sample_weight=None):
+        w = np.ones(len(y)) if sample_weight is None else sample_weight
+        grid = np.linspace(-2.0, 2.0, 41)
+        errors = [math.fsum(w * ((X[:, 0] >= t) != (y == 1))) for t in grid]
+        self.threshold_ = grid[int(np.argmin(errors))]
+        self.classes_ = np.array([0, 1])
+        self.dp_event_ = self.planned_event(len(y), noise_multiplier=self.noise_multiplier)
+        return self
+
+    def predict(self, X):
+        return (X[:, 0] >= self.threshold_).astype(np.int64)
+
+
+FITTED = ("stats_", "weights_", "cell_frequencies_", "n_oracle_calls_", "dp_event_")
+
+
+def _assert_same_fit(a, b, X):
+    for name in FITTED:
+        got, expected = getattr(a, name), getattr(b, name)
+        assert np.array_equal(got, expected) if isinstance(got, np.ndarray) else got == expected
+    assert a.privacy_spent_ == b.privacy_spent_
+    assert a.history_ == b.history_
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(estimator=FAST_ORACLE, max_iter=3),
+        dict(estimator=FAST_ORACLE, max_iter=3, accountant="advanced"),
+        dict(method="exponential", candidates=THRESHOLDS),
+        dict(estimator=LogisticRegression(), max_iter=3, epsilon=np.inf),
+    ],
+    ids=["rdp", "advanced", "exponential", "epsilon-inf"],
+)
+def test_unit_weights_reproduce_the_unweighted_fit_bit_for_bit(data_2k, params):
+    X, y, s = data_2k
+    est = CGOOReduction(**{"epsilon": 1.0, "random_state": 0, **params})
+    plain = _fit(clone(est), X, y, s)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SmallCellWarning)
+        ones = clone(est).fit(X, y, sensitive_features=s, sample_weight=np.ones(len(y)))
+    _assert_same_fit(ones, plain, X)
+
+
+@pytest.mark.parametrize("method", ["frank_wolfe", "exponential"])
+def test_a_row_of_weight_zero_is_the_row_removed(method):
+    """Same seed, explicit delta and max_iter (the "auto" rules read the public n): every
+    release, the calibration, the oracles' tasks and the mixture are those of the data
+    without the row."""
+    X, y, s = make_proxy_data(400, seed=2)
+    drop = 17
+    w = np.random.default_rng(1).uniform(0.2, 2.0, len(y))
+    est = CGOOReduction(
+        ExactStump(max_sample_weight=2.0),
+        epsilon=2.0,
+        delta=1e-5,
+        max_iter=4,
+        max_sample_weight=2.0,
+        method=method,
+        candidates=THRESHOLDS,
+        random_state=0,
+    )
+    zero = w.copy()
+    zero[drop] = 0.0
+    keep = np.arange(len(y)) != drop
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SmallCellWarning)
+        a = clone(est).fit(X, y, sensitive_features=s, sample_weight=zero)
+        b = clone(est).fit(X[keep], y[keep], sensitive_features=s[keep], sample_weight=w[keep])
+        c = clone(est).fit(X, y, sensitive_features=s, sample_weight=w)
+    assert a.n_oracle_calls_ >= 1 or method == "exponential"
+    _assert_same_fit(a, b, X)
+    assert not np.array_equal(c.cell_frequencies_, a.cell_frequencies_)  # the row mattered
+
+
+def test_weights_above_the_bound_are_an_error_naming_sample_weight(data_2k):
+    X, y, s = data_2k
+    est = CGOOReduction(FAST_ORACLE, epsilon=1.0, max_iter=1, max_sample_weight=2.0)
+    for bad in (2.5, -1.0, np.nan):
+        w = np.ones(len(y))
+        w[5] = bad
+        with pytest.raises(ValueError, match=r"sample_weight.*max_sample_weight=2"):
+            clone(est).fit(X, y, sensitive_features=s, sample_weight=w)
+    # the oracle's bound must cover the weights it is handed (task weight x row weight)
+    with pytest.raises(ValueError, match=r"max_sample_weight=1\.0 must be >= 2"):
+        clone(est).fit(X, y, sensitive_features=s, sample_weight=np.full(len(y), 2.0))
+    # a cell whose rows all weigh 0 is an empty cell
+    w = np.where((s == 1) & (y == 1), 0.0, 1.0)
+    with pytest.raises(ValueError, match="no row of positive sample_weight of class"):
+        clone(est).fit(X, y, sensitive_features=s, sample_weight=w)
+
+
+def test_weighted_statistics_move_by_at_most_the_derived_sensitivity():
+    """Removing any one row moves the cell counts and an atom's positive counts by at
+    most max_weight (L2, one cell), and the group-loss sums by max_weight * loss_bound."""
+    from skfairdp.reductions.atoms import CellPositives
+    from skfairdp.reductions.regression import GroupLosses
+
+    rng = np.random.default_rng(3)
+    n, W, bound = 60, 2.5, 0.3
+    X = rng.normal(size=(n, 2))
+    groups, y01 = rng.integers(0, 3, n), rng.integers(0, 2, n)
+    w = rng.uniform(0, W, n)
+    w[:3] = W
+    atom = Threshold(0.0)
+    yr = rng.normal(size=n)
+    worst = {"counts": 0.0, "positives": 0.0, "losses": 0.0}
+    full = CellPositives(cell_codes(groups, y01), 6, w, W)
+    losses = GroupLosses(groups, yr, 3, bound, w, W)
+    assert (full.sensitivity, losses.sensitivity) == (W, W * bound)
+    for i in range(n):
+        k = np.arange(n) != i
+        part = CellPositives(cell_codes(groups[k], y01[k]), 6, w[k], W)
+        part_losses = GroupLosses(groups[k], yr[k], 3, bound, w[k], W)
+        for name, a, b in [
+            ("counts", full.counts(), part.counts()),
+            ("positives", full.sums(atom, X), part.sums(atom, X[k])),
+            ("losses", losses.sums(atom, X), part_losses.sums(atom, X[k])),
+        ]:
+            worst[name] = max(worst[name], float(np.linalg.norm(a - b)))
+    assert worst["counts"] <= W * (1 + 1e-12) and worst["counts"] >= 0.99 * W
+    assert worst["positives"] <= W * (1 + 1e-12)
+    assert worst["losses"] <= W * bound * (1 + 1e-12)
+
+
+def _release_stds(monkeypatch):
+    """(sensitivity, noise std) of every release of the reduction (not the oracles' noise)."""
+    from skfairdp.privacy import RandomSource
+    from skfairdp.reductions import releases
+
+    seen, inside = [], []
+    noisy_histogram, normal = releases.noisy_histogram, RandomSource.normal
+
+    def spy_normal(self, shape, std, dtype=torch.float32):
+        if inside:
+            seen.append((inside[-1], float(std)))
+        return normal(self, shape, std, dtype)
+
+    def spy_histogram(counts, random, **kwargs):
+        inside.append(kwargs["sensitivity"])
+        try:
+            return noisy_histogram(counts, random, **kwargs)
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(RandomSource, "normal", spy_normal)
+    monkeypatch.setattr(releases, "noisy_histogram", spy_histogram)
+    return seen
+
+
+@pytest.mark.parametrize("regression", [False, True], ids=["classification", "regression"])
+def test_released_noise_scales_with_the_weight_bound_and_its_consumers_use_it(
+    data_2k, monkeypatch, regression
+):
+    """Weights of 1 under max_sample_weight=3, same seed: every release's noise std is
+    exactly 3x the unweighted fit's (its multiplier times the derived sensitivity: 3 for
+    the counts, 3 or 3 * loss_bound for the statistics), the multipliers and the recorded
+    event are unchanged; and what reads that noise uses the drawn std: the restricted
+    master's margins (each oracle atom's std times the released total is its release's
+    std) and the cell counts' floor (3 std)."""
+    from skfairdp import DPSGDRegressor
+
+    X, y, s = data_2k
+    oracle = (
+        DPSGDRegressor(lr=0.5, batch_size=2000, max_epochs=2) if regression else clone(FAST_ORACLE)
+    ).set_params(max_sample_weight=3.0)
+    target = X[:, 1] * 0.3 + 0.5 if regression else y
+    est = CGOOReduction(oracle, epsilon=1.0, max_iter=3, loss_bound=0.5, random_state=0)
+    seen = _release_stds(monkeypatch)
+    totals = []
+    release_cells = cgoo_module.release_cells
+
+    def spy_cells(*args, **kwargs):
+        q, total = release_cells(*args, **kwargs)
+        totals.append(total)
+        return q, total
+
+    monkeypatch.setattr(cgoo_module, "release_cells", spy_cells)
+    plain = _fit(clone(est), X, target, s)
+    plain_seen = list(seen)
+    seen.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SmallCellWarning)
+        weighted = clone(est).set_params(max_sample_weight=3.0)
+        weighted.fit(X, target, sensitive_features=s, sample_weight=np.ones(len(y)))
+    assert len(seen) == len(plain_seen) == 1 + weighted.n_oracle_calls_ > 1
+    statistics = 3.0 * (0.5 if regression else 1.0)
+    assert [sens for sens, _ in seen] == [3.0] + [statistics] * weighted.n_oracle_calls_
+    np.testing.assert_allclose([v for _, v in seen], [3 * v for _, v in plain_seen], rtol=1e-12)
+    assert weighted.dp_event_ == plain.dp_event_
+    assert weighted.privacy_spent_ == plain.privacy_spent_
+    assert weighted.oracle_noise_multiplier_ == plain.oracle_noise_multiplier_
+    for fit, stds, total in [(plain, plain_seen, totals[0]), (weighted, seen, totals[1])]:
+        counts_std, *statistics_stds = [v for _, v in stds]
+        assert fit.cell_frequencies_.min() * total >= 3.0 * counts_std * (1 - 1e-12)
+        margins = [v for v in fit._noise_std if v > 0]  # the oracle atoms'
+        np.testing.assert_allclose(np.multiply(margins, total), statistics_stds, rtol=1e-12)

@@ -36,7 +36,8 @@ from skfairdp import CGOOReduction, DPSGDClassifier, DPSGDRegressor
 from skfairdp._fit.degenerate import DegenerateModelWarning
 from skfairdp.dpsgd.regressor import SquaredErrorProblem
 from skfairdp.privacy import epsilon_spent, resolve_delta, sampled_gaussian_steps_event
-from skfairdp.reductions import estimator as cgoo_module
+from skfairdp.reductions import SmallCellWarning
+from skfairdp.reductions import releases as releases_module
 from skfairdp.reductions.budget import calibrate_reduction, reduction_event
 from skfairdp.reductions.regression import (
     GroupLosses,
@@ -70,7 +71,7 @@ def group_losses(predictions, y, s):
 
 def _fit(est, X, y, s):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cgoo_module.SmallCellWarning)
+        warnings.simplefilter("ignore", SmallCellWarning)
         return est.fit(X, y, sensitive_features=s)
 
 
@@ -241,14 +242,14 @@ def test_group_losses_are_released_with_noise_scaled_by_loss_bound(data_2k, monk
     z_stat * loss_bound (sensitivity loss_bound); the group counts have sensitivity 1."""
     X, y, s = data_2k
     calls = []
-    original = cgoo_module.noisy_histogram
+    original = releases_module.noisy_histogram
 
     def spy(counts, random, **kwargs):
         noisy, event = original(counts, random, **kwargs)
         calls.append((counts.numpy().copy(), kwargs, noisy.numpy().copy()))
         return noisy, event
 
-    monkeypatch.setattr(cgoo_module, "noisy_histogram", spy)
+    monkeypatch.setattr(releases_module, "noisy_histogram", spy)
     est = _fit(
         CGOOReduction(FAST_ORACLE, epsilon=1.0, max_iter=2, loss_bound=0.3, random_state=0),
         X,

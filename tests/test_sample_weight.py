@@ -17,12 +17,14 @@ import sklearn
 import torch
 from conftest import make_biased_data
 from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import get_scorer
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skfairdp import (
+    CGOOReduction,
     DPFermiClassifier,
     DPSGDClassifier,
     DPSGDFClassifier,
@@ -68,6 +70,9 @@ NON_PRIVATE = {
     "dpsgdf": DPSGDFClassifier(hidden_layer_sizes=(), **FULL_BATCH),
     "fairlens": FairLensClassifier(hidden_layer_sizes=(), **FULL_BATCH),
     "dpsgd": DPSGDClassifier(**FULL_BATCH),
+    # its statistics and its LogisticRegression oracles see the weights (CGOO's private
+    # weights: tests/test_cgoo.py)
+    "cgoo": CGOOReduction(LogisticRegression(), epsilon=np.inf, max_iter=3, random_state=0),
 }
 
 

@@ -6,6 +6,7 @@ torch functions of the joint group statistics ``(positives, cells)``;
 :mod:`skfairdp.reductions.regression` those of the regression mode (group losses).
 """
 
-from .estimator import CGOOReduction, SmallCellWarning
+from .estimator import CGOOReduction
+from .small_cells import SmallCellWarning
 
 __all__ = ["CGOOReduction", "SmallCellWarning"]

@@ -1,4 +1,10 @@
-"""The atoms of a reduction's mixture, the cells of its rows, and their per-cell counts."""
+"""The atoms of a reduction's mixture, the cells of its rows, and their per-cell counts.
+
+Rows carry public weights in ``[0, max_weight]`` (``sample_weight``; 1 when none):
+each row's contribution to every per-cell sum is multiplied by its weight, so one
+row moves one cell by at most ``max_weight`` times what it moved unweighted, and
+a row of weight 0 contributes exactly what a removed row does (nothing).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ import numpy as np
 
 from .frank_wolfe import oracle_task
 
-__all__ = ["CellPositives", "ConstantAtom", "cell_codes", "positive_counts"]
+__all__ = ["CellPositives", "ConstantAtom", "WeightedCells", "cell_codes", "positive_counts"]
 
 
 class ConstantAtom:
@@ -32,35 +38,69 @@ def cell_codes(groups: np.ndarray, y01: np.ndarray) -> np.ndarray:
     return 2 * np.asarray(groups, dtype=np.int64) + np.asarray(y01, dtype=np.int64)
 
 
-def positive_counts(cells: np.ndarray, predictions: np.ndarray, n_cells: int) -> np.ndarray:
-    """Per-cell count of rows predicted 1 (one row adds at most 1 to one cell)."""
-    return np.bincount(cells, weights=(np.asarray(predictions) == 1), minlength=n_cells)
+def positive_counts(
+    cells: np.ndarray, predictions: np.ndarray, n_cells: int, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """Per-cell count (with ``weights``: weight sum) of the rows predicted 1."""
+    positive = np.asarray(predictions) == 1
+    return np.bincount(
+        cells, weights=positive if weights is None else weights * positive, minlength=n_cells
+    )
 
 
-class CellPositives:
+class WeightedCells:
+    """Rows in cells, with public weights in ``[0, max_weight]``.
+
+    Parameters
+    ----------
+    cells : ndarray of int64, shape (n,)
+        Cell of each row.
+    n_cells : int
+    weights : ndarray of float64, shape (n,), or None
+        ``sample_weight`` (None: every row weighs 1).
+    max_weight : float, default=1.0
+        Public bound on the weights: one row's largest contribution to a count.
+    """
+
+    def __init__(self, cells, n_cells: int, weights=None, max_weight: float = 1.0):
+        self.cells = np.asarray(cells, dtype=np.int64)
+        self.n_cells = int(n_cells)
+        self.weights = (
+            np.ones(self.cells.shape[0]) if weights is None else np.asarray(weights, np.float64)
+        )
+        self.max_weight = float(max_weight)
+
+    def counts(self) -> np.ndarray:
+        """Exact per-cell weight sums (row counts when unweighted; to be released)."""
+        return np.bincount(self.cells, weights=self.weights, minlength=self.n_cells)
+
+
+class CellPositives(WeightedCells):
     """What the shared reduction loop needs to know about the classification statistics.
 
     Rows fall into (group, label) cells; an atom's statistics are its per-cell
-    positive counts (sensitivity 1: one row, one cell, prediction 0/1). The
-    regression mode's counterpart is :class:`~skfairdp.reductions.regression.GroupLosses`.
+    (weighted) positive counts: one row, one cell, prediction 0/1, so their
+    sensitivity is ``max_weight``. The regression mode's counterpart is
+    :class:`~skfairdp.reductions.regression.GroupLosses`.
 
     Parameters
     ----------
     cells : ndarray of int64, shape (n,)
         :func:`cell_codes` of the rows.
     n_cells : int
+    weights, max_weight
+        As :class:`WeightedCells`.
     """
 
     #: What a cell is, in warnings.
     cell_name = "(group, label) cell"
-    #: L2 sensitivity of one atom's released positive counts.
-    sensitivity = 1.0
     #: l1 diameter ``sum(q)`` of the statistics' box ``0 <= J <= q``.
     diameter = 1.0
 
-    def __init__(self, cells: np.ndarray, n_cells: int):
-        self.cells = np.asarray(cells, dtype=np.int64)
-        self.n_cells = int(n_cells)
+    @property
+    def sensitivity(self) -> float:
+        """L2 sensitivity of one atom's released positive counts."""
+        return self.max_weight
 
     def free_atoms(self, frequencies: np.ndarray):
         """The all-0 and all-1 classifiers, their statistics (0 and ``q``), the start weights."""
@@ -79,12 +119,13 @@ class CellPositives:
         return None
 
     def task(self, direction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Relabelled targets and weights (:func:`~.frank_wolfe.oracle_task`)."""
-        return oracle_task(direction, self.cells)
+        """Relabelled targets and the rows' weights times :func:`~.frank_wolfe.oracle_task`'s."""
+        targets, weights = oracle_task(direction, self.cells)
+        return targets, weights * self.weights
 
     def sums(self, atom, X) -> np.ndarray:
         """Exact per-cell positive counts of the atom (to be released)."""
-        return positive_counts(self.cells, atom.predict(X), self.n_cells)
+        return positive_counts(self.cells, atom.predict(X), self.n_cells, self.weights)
 
     def clip(self, statistics: np.ndarray, frequencies: np.ndarray) -> np.ndarray:
         """Released statistics into their box ``[0, q]`` (post-processing)."""

@@ -10,6 +10,9 @@ the same data:
 3. ``T`` vectors of per-cell counts of an oracle's positive predictions, Gaussian
    noise (sensitivity 1, one row is in one cell).
 
+(With ``sample_weight`` every sensitivity is scaled by the weight bound, see
+:mod:`~skfairdp.reductions.releases`; the multipliers here are unchanged.)
+
 Everything else (the Frank–Wolfe gradients, the relabelling, the mixture
 weights, the fully-corrective step, predictions) is computed from these
 releases and public values: post-processing.

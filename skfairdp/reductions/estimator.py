@@ -6,7 +6,9 @@ Optimization", made sound (digest ``seed-002-cgoo.md`` §3): see
 both modes; what differs (the rows' cells, the oracle's task, the released
 statistics and their sensitivity) is in :class:`~.atoms.CellPositives`
 (classification) and :class:`~.regression.GroupLosses` (regression, the paper's
-subgroup-weights case study).
+subgroup-weights case study). Around it: :mod:`.inputs` (what a fit reads),
+:mod:`.releases` (the recorded releases and their price), :mod:`.budget` (the
+noise calibration), :mod:`.mixture` (prediction).
 """
 
 from __future__ import annotations
@@ -18,31 +20,19 @@ from numbers import Integral, Real
 import dp_accounting
 import numpy as np
 import torch
-from sklearn.base import (
-    BaseEstimator,
-    ClassifierMixin,
-    MetaEstimatorMixin,
-    RegressorMixin,
-    is_regressor,
-)
-from sklearn.preprocessing import LabelEncoder
-from sklearn.utils import check_random_state
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
 from sklearn.utils._tags import RegressorTags
-from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted
 
 from .._fit.degenerate import DegenerateModelWarning
-from .._fit.schedules import min_steps_epochs, power_of_two_batch_size, reduction_iterations
-from .._fit.validation import check_X, check_y, check_y_numeric, densify
-from ..fairness import encode_sensitive_features
+from .._fit.schedules import cgoo_noise_margins
 from ..oracle import executed_event, spawn_oracle
-from ..privacy import RandomSource, epsilon_spent, noisy_histogram, resolve_delta
-from ..privacy.accountant import PrivacySpent
-from .atoms import CellPositives, ConstantAtom, cell_codes, positive_counts
-from .budget import REDUCTION_ACCOUNTANTS, calibrate_reduction
-from .constraints import CONSTRAINTS, default_smoothing, resolve_constraint
-from .exponential import exponential_log_probabilities, gumbel_max_index, score_sensitivity
+from ..privacy import EventRecorder, RandomSource, resolve_delta
+from ..privacy.events import compose
+from .atoms import ConstantAtom
+from .budget import REDUCTION_ACCOUNTANTS, ReductionNoise, calibrate_reduction, reduction_event
+from .constraints import CONSTRAINTS, default_smoothing
+from .exponential import exponential_mechanism, score_sensitivity, selection_event
 from .frank_wolfe import (
     STEPS,
     PenalisedObjective,
@@ -51,78 +41,28 @@ from .frank_wolfe import (
     restricted_master,
     step_size,
 )
-from .objectives import OBJECTIVES, resolve_objective
+from .inputs import (
+    check_budget_split,
+    check_oracle,
+    is_regression,
+    max_iter,
+    objective_and_constraint,
+    oracle_template,
+    predict_mode,
+    validate_data,
+)
+from .mixture import MixturePrediction
+from .objectives import OBJECTIVES
 from .regression import (
     REGRESSION_CONSTRAINTS,
     REGRESSION_OBJECTIVES,
-    GroupLosses,
     GroupLossProblem,
     check_problem_monotone,
-    resolve_regression_constraint,
-    resolve_regression_objective,
 )
+from .releases import pure_epsilon_spent, reduction_spent, release_cells, release_sums
+from .small_cells import warn_small_cells
 
-__all__ = ["CGOOReduction", "SmallCellWarning", "auto_max_iter", "default_oracle_params"]
-
-#: The default oracle on large data (what :func:`default_oracle_params` gives from about
-#: 24,000 rows on): DP-SGD logistic regression with large batches (many oracle fits
-#: share the budget, so each runs with a large noise multiplier; large batches keep
-#: the noise of the averaged gradient small). Adult, eps=1, DP bound 0.01, seeds 0-2:
-#: error 0.1751 at lr 0.5, 0.1709 at lr 1.0 (the oracles were under-trained).
-DEFAULT_ORACLE_PARAMS = {"lr": 1.0, "batch_size": 1024, "max_epochs": 20}
-
-# estimator=None: the oracle's schedule by n (see default_oracle_params)
-ORACLE_BATCH_FRACTION_INV = 32
-ORACLE_MIN_BATCH, ORACLE_MAX_BATCH = 64, 1024
-ORACLE_MIN_EPOCHS, ORACLE_MIN_STEPS = 20, 600
-#: lr = DEFAULT_ORACLE_PARAMS["lr"] * (batch / ORACLE_MAX_BATCH) ** ORACLE_LR_EXPONENT
-ORACLE_LR_EXPONENT = 0.75
-# max_iter="auto": round((n * epsilon)^(2/3) / AUTO_ITER_SCALE) within AUTO_ITER_RANGE
-AUTO_ITER_SCALE = 50.0
-AUTO_ITER_RANGE = (3, 20)
-#: noise_margin="auto", in standard deviations of the released statistics' noise: on
-#: the constraints' values, and on the objective's (about the largest of T = 20 noises,
-#: sqrt(2 log 20) = 2.4: an oracle atom replaces the constants only when its released
-#: advantage is not the winner's curse; German credit, eps=1, 5 seeds: error - majority
-#: -0.004 with 2.0, +0.001 with 1.0; German (sex): -0.010 with 2.0, +0.009 with 0.5).
-AUTO_NOISE_MARGIN = 0.5
-AUTO_OBJECTIVE_MARGIN = 2.0
-
-
-def default_oracle_params(n_samples: int) -> dict:
-    """Parameters of the default oracle (:class:`~skfairdp.DPSGDClassifier`) on ``n`` rows.
-
-    ``batch_size = 2^round(log2(n / 32))`` within ``[64, 1024]``, ``max_epochs`` 20
-    or more to take at least 600 steps, ``lr = (batch_size / 1024)^0.75``
-    (noise of the averaged gradient ``~ 1 / batch_size``: smaller batches take
-    smaller steps). From about 24,000 rows on this is
-    :data:`DEFAULT_ORACLE_PARAMS` (Adult, ``lr=1``); at 750 rows (German credit)
-    ``batch_size=64, max_epochs=52, lr=0.125``: the former fixed batch of 1,024
-    was the whole table, 20 full-batch steps that left each oracle near the
-    constant (an oracle at epsilon 0.5 on German credit: error 0.294 = the
-    majority class's, against 0.256 with the auto schedule at lr 0.1, 0.308 at
-    lr 0.5). The exponent joins those two measured ends: lr 0.125 at batch 64,
-    1.0 at 1,024.
-    """
-    batch = power_of_two_batch_size(
-        n_samples, ORACLE_BATCH_FRACTION_INV, ORACLE_MIN_BATCH, ORACLE_MAX_BATCH
-    )
-    epochs = min_steps_epochs(n_samples, batch, ORACLE_MIN_EPOCHS, ORACLE_MIN_STEPS)
-    lr = DEFAULT_ORACLE_PARAMS["lr"] * (batch / ORACLE_MAX_BATCH) ** ORACLE_LR_EXPONENT
-    return {"lr": lr, "batch_size": batch, "max_epochs": epochs}
-
-
-def auto_max_iter(n_samples: int, epsilon: float) -> int:
-    """``max_iter="auto"``: ``round((n epsilon)^(2/3) / 50)`` within ``[3, 20]``; 20 at ``inf``.
-
-    Each of the ``T`` atoms' statistics is released with noise of std ``~
-    sqrt(T) / (n epsilon)`` on a frequency, and each oracle gets ``~ 1 / T`` of the
-    budget, while Frank–Wolfe's error falls like ``1 / T``; the two balance at ``T
-    ~ (n epsilon)^(2/3)``. 20 on Adult (33,916 training rows), 3 on German credit
-    (750) and Communities and Crime (1,495), 4 on Bank marketing (3,390).
-    """
-    return reduction_iterations(n_samples, epsilon, AUTO_ITER_SCALE, *AUTO_ITER_RANGE)
-
+__all__ = ["CGOOReduction"]
 
 #: Largest automatic penalty ``G`` (the theory's value grows like K / bound).
 MAX_AUTO_PENALTY = 1000.0
@@ -131,20 +71,7 @@ MAX_AUTO_PENALTY = 1000.0
 PREDICT_MODES = ("auto", "mean", "mixture")
 
 
-class SmallCellWarning(UserWarning):
-    """A (group, label) cell is smaller than the paper's lower bound for the budget."""
-
-
-def _oracle_planned_event(oracle, n_samples: int):
-    """``z -> the event one fit of ``oracle`` on ``n_samples`` rows executes at multiplier z``."""
-
-    def planned(z: float) -> dp_accounting.DpEvent:
-        return oracle.planned_event(n_samples, noise_multiplier=z)
-
-    return planned
-
-
-class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     """Private Frank–Wolfe reduction of a constrained group objective to weighted ERM.
 
     Minimises a convex objective ``f`` of the group statistics of a randomised
@@ -174,9 +101,11 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     estimator : estimator, default=None
         The oracle. ``None``: :class:`~skfairdp.DPSGDClassifier` (DP-SGD logistic
         regression that clips each per-sample gradient before weighting it) with a
-        schedule by the number of rows (:func:`default_oracle_params`: ``lr=1,
+        schedule by the number of rows
+        (:func:`~skfairdp._fit.schedules.cgoo_oracle_params`: ``lr=1,
         batch_size=1024, max_epochs=20`` from about 24,000 rows on, smaller
-        batches and at least 600 steps below). A
+        batches and at least 600 steps below; ``max_sample_weight`` the
+        reduction's when ``sample_weight`` is given). A
         private oracle follows the oracle contract (:mod:`skfairdp.oracle`):
         ``fit(X, y, sample_weight=...)``, parameters ``epsilon``, ``delta``,
         ``noise_multiplier``, ``max_sample_weight``, a method
@@ -208,6 +137,10 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Privacy budget of the whole fit; ``np.inf`` for a non-private reduction.
     delta : "auto" or float, default="auto"
         ``"auto"``: ``0.1 / n`` rounded down.
+    max_sample_weight : float, default=1.0
+        Public bound on ``sample_weight``: every released statistic's sensitivity
+        is scaled by it, and the oracle's ``max_sample_weight`` must be at least it
+        (the oracle gets the task's weights times the rows').
     penalty : "auto" or float, default="auto"
         ``G``. ``"auto"``: ``(bound + L_f D) / bound`` (Corollary 4.2 with the
         error's Lipschitz constant 1 and the statistics' l1 diameter ``D``: 1 for
@@ -217,9 +150,9 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ``log(m) / eta = bound / 4`` for ``m`` gaps.
     max_iter : "auto" or int, default="auto"
         ``T``, the number of oracle calls. ``"auto"``: ``round((n epsilon)^(2/3) /
-        50)`` within ``[3, 20]`` (:func:`auto_max_iter`; 20 at ``epsilon=inf`` and
-        on Adult, 3 on 750–1,500 rows): each call's share of the budget, and the
-        noise of each released statistic, grow with ``T``.
+        50)`` within ``[3, 20]`` (:func:`~skfairdp._fit.schedules.cgoo_max_iter`;
+        20 at ``epsilon=inf`` and on Adult, 3 on 750–1,500 rows): each call's share
+        of the budget, and the noise of each released statistic, grow with ``T``.
     noise_margin : "auto" or float, default="auto"
         Pessimism of the restricted master problem, in standard deviations of the
         released statistics' noise (public): each oracle atom's objective and
@@ -298,9 +231,12 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     n_oracle_calls_ : int
     oracle_noise_multiplier_ : float or None
     dp_event_ : DpEvent
-        Composition of the executed releases (cell counts, each oracle's recorded
-        event, each statistics release).
+        What the fit's :class:`~skfairdp.privacy.EventRecorder` recorded: the cell
+        counts, then each oracle fit's ``dp_event_`` and its statistics release
+        (``method="exponential"``: the Laplace counts and the selection).
     privacy_spent_ : PrivacySpent
+        The accountant's price of ``dp_event_`` (``method="exponential"``: its
+        pure-DP ``(epsilon, 0)``).
     classes_ : ndarray
         Classification only.
     n_features_in_, group_encoder_
@@ -319,6 +255,7 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         "difference_bound": [Interval(Real, 0, None, closed="neither")],
         "epsilon": [Interval(Real, 0, None, closed="neither"), Options(Real, {np.inf})],
         "delta": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="neither")],
+        "max_sample_weight": [Interval(Real, 0, None, closed="neither")],
         "penalty": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "smoothing": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "max_iter": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
@@ -337,7 +274,7 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         "secure_mode": ["boolean"],
     }
 
-    __metadata_request__fit = {"sensitive_features": True}
+    __metadata_request__fit = {"sensitive_features": True, "sample_weight": True}
 
     def __init__(
         self,
@@ -348,6 +285,7 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         *,
         epsilon=1.0,
         delta="auto",
+        max_sample_weight=1.0,
         penalty="auto",
         smoothing="auto",
         max_iter="auto",
@@ -371,6 +309,7 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.difference_bound = difference_bound
         self.epsilon = epsilon
         self.delta = delta
+        self.max_sample_weight = max_sample_weight
         self.penalty = penalty
         self.smoothing = smoothing
         self.max_iter = max_iter
@@ -388,147 +327,8 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.secure_mode = secure_mode
 
-    # -- validation -------------------------------------------------------------
-    def _check_budget_split(self) -> tuple[float, float, float]:
-        split = tuple(float(s) for s in self.budget_split)
-        if len(split) != 3 or min(split) <= 0 or not math.isclose(sum(split), 1.0, abs_tol=1e-9):
-            raise ValueError(
-                f"budget_split must be 3 positive shares (cell counts, statistics, oracles) "
-                f"summing to 1, got {self.budget_split!r}"
-            )
-        return split
-
-    def _oracle_template(self, n_samples: int | None = None):
-        """The oracle: ``estimator``, or the default oracle scheduled for ``n_samples`` rows."""
-        if self.estimator is not None:
-            return self.estimator
-        from ..dpsgd import DPSGDClassifier
-
-        if n_samples is None:  # only its type is needed (regression or not)
-            return DPSGDClassifier(**DEFAULT_ORACLE_PARAMS)
-        return DPSGDClassifier(**default_oracle_params(n_samples))
-
-    def _max_iter(self, n_samples: int) -> int:
-        """``max_iter`` in effect (``"auto"`` resolved from the public ``n`` and ``epsilon``)."""
-        if self.max_iter == "auto":
-            return auto_max_iter(n_samples, float(self.epsilon))
-        return int(self.max_iter)
-
-    def _noise_margins(self) -> tuple[float, float]:
-        """``noise_margin`` in effect: (on the constraints, on the objective)."""
-        if self.noise_margin == "auto":
-            return AUTO_NOISE_MARGIN, AUTO_OBJECTIVE_MARGIN
-        return float(self.noise_margin), float(self.noise_margin)
-
-    def _is_regression(self) -> bool:
-        """Regression mode: the oracle is a regressor (read from the parameters, not the fit)."""
-        try:
-            return is_regressor(self._oracle_template())
-        except AttributeError:  # an object without sklearn tags (rejected by fit's validation)
-            return False
-
-    def _predict_mode(self) -> str:
-        """``predict_mode`` in effect: ``"mean"`` or ``"mixture"``."""
-        regression = self._is_regression()
-        if self.predict_mode == "auto":
-            return "mean" if regression else "mixture"
-        if self.predict_mode == "mean" and not regression:
-            raise ValueError(
-                "predict_mode='mean' averages the atoms' predictions and needs a regressor as "
-                "the oracle; a classification reduction predicts by drawing from its mixture "
-                "(predict_mode='mixture' or 'auto'; thresholding predict_proba yourself voids "
-                "the fairness guarantee)"
-            )
-        return self.predict_mode
-
-    def _objective_and_constraint(self, regression: bool):
-        """The resolved objective and constraint of the mode (``"auto"`` and names checked)."""
-        objective, constraints = self.objective, self.constraints
-        if regression:
-            objective = "mean_loss" if objective == "auto" else objective
-            constraints = "bounded_group_loss" if constraints == "auto" else constraints
-            return resolve_regression_objective(objective), resolve_regression_constraint(
-                constraints
-            )
-        objective = "error_rate" if objective == "auto" else objective
-        constraints = "demographic_parity" if constraints == "auto" else constraints
-        if isinstance(objective, str) and objective not in OBJECTIVES:
-            raise ValueError(
-                f"objective={objective!r} is a regression objective: it needs a regressor as "
-                f"the oracle (e.g. skfairdp.DPSGDRegressor); with a classifier, objective is "
-                f"one of {sorted(OBJECTIVES)} or a torch callable"
-            )
-        return resolve_objective(objective), resolve_constraint(constraints)
-
-    def _check_oracle(self, oracle, private: bool) -> None:
-        params = oracle.get_params(deep=False)
-        if not private:
-            return
-        needed = {"epsilon", "noise_multiplier", "max_sample_weight"} - set(params)
-        if needed or not hasattr(oracle, "planned_event"):
-            raise ValueError(
-                f"estimator={oracle!r} is not a private oracle (it lacks "
-                f"{sorted(needed) or 'planned_event'}); with a finite epsilon the oracle "
-                "must follow skfairdp's oracle contract (skfairdp.oracle). A plain "
-                "scikit-learn estimator is accepted only with epsilon=np.inf."
-            )
-        if params["max_sample_weight"] < 1:
-            raise ValueError(
-                f"the oracle's max_sample_weight={params['max_sample_weight']!r} must be >= 1: "
-                "the reduction's weights are in [0, 1]"
-            )
-
-    def _validate(self, X, y, sensitive_features, regression: bool):
-        """Validated ``X`` and the mode's statistics (``CellPositives`` or ``GroupLosses``)."""
-        self._validate_params()
-        if sensitive_features is None:
-            raise ValueError(
-                "CGOOReduction.fit needs sensitive_features (the groups its constraint and "
-                "objective are about)"
-            )
-        X = densify(check_X(self, X, reset=True, ensure_min_samples=2))
-        y = (check_y_numeric if regression else check_y)(self, y, X.shape[0])
-        groups, self.group_encoder_ = encode_sensitive_features(
-            sensitive_features, X.shape[0], sensitive_values=self.sensitive_values
-        )
-        n_groups = self.group_encoder_.n_groups_
-        if n_groups < 2:
-            raise ValueError(
-                "sensitive_features has a single group; a group-fairness constraint needs "
-                "at least 2"
-            )
-        if regression:
-            if hasattr(self, "classes_"):
-                del self.classes_  # a refit as a regressor
-            if not math.isinf(self.epsilon) and math.isinf(self.loss_bound):
-                raise ValueError(
-                    "loss_bound=inf is the sensitivity of the released group losses: it must "
-                    "be finite with a finite epsilon (each row's squared residual is clipped "
-                    "to it)"
-                )
-            return X, GroupLosses(groups, y, n_groups, self.loss_bound)
-        encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
-        if len(self.classes_) != 2:
-            raise ValueError(
-                "Only binary classification is supported by CGOOReduction; y has "
-                f"{len(self.classes_)} "
-                f"classes ({list(self.classes_)[:5]!r})"
-            )
-        y01 = encoder.transform(y).astype(np.int64)
-        counts = np.bincount(cell_codes(groups, y01), minlength=2 * n_groups)
-        if not counts.all():
-            empty = int(np.flatnonzero(counts == 0)[0])
-            group = self.group_encoder_.group_labels_[empty // 2]
-            raise ValueError(
-                f"sensitive_features: group {group!r} has no row with y == "
-                f"{self.classes_[empty % 2]!r}; CGOOReduction needs rows in every (group, "
-                "label) cell (its rates are conditional on them)"
-            )
-        return X, CellPositives(cell_codes(groups, y01), 2 * n_groups)
-
     # -- fit --------------------------------------------------------------------
-    def fit(self, X, y, *, sensitive_features=None):
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
         """Fit the randomised classifier (or, with a regressor oracle, the regressor).
 
         Parameters
@@ -538,56 +338,66 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             Binary labels; real-valued targets in regression mode.
         sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
             Group membership (required; not needed by ``predict``).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Public, non-negative weights: each row's contribution to every released
+            statistic, and its weight in every oracle task, is multiplied by its
+            weight (a row of weight 0 counts as a removed row). With a finite
+            ``epsilon`` every weight must be at most ``max_sample_weight``, which
+            scales every sensitivity.
 
         Returns
         -------
         self
         """
-        regression = self._is_regression()
-        X, statistics = self._validate(X, y, sensitive_features, regression)
-        self._predict_mode()  # a classification reduction with predict_mode="mean" fails early
-        objective, constraint = self._objective_and_constraint(regression)
-        n, K = X.shape[0], statistics.n_cells
+        regression = is_regression(self)
+        X, statistics = validate_data(self, X, y, sensitive_features, sample_weight, regression)
+        predict_mode(self)  # a classification reduction with predict_mode="mean" fails early
+        problem_functions = objective_and_constraint(self.objective, self.constraints, regression)
         private = not math.isinf(self.epsilon)
-        split = self._check_budget_split()
-        delta = resolve_delta(self.delta, n) if private else 0.0
+        delta = resolve_delta(self.delta, X.shape[0]) if private else 0.0
+        split = check_budget_split(self.budget_split)
         random = RandomSource(self.random_state, secure_mode=self.secure_mode)
+        recorder = EventRecorder()
+        if not private:
+            recorder.record(dp_accounting.NonPrivateDpEvent())  # exact statistics
         if self.method == "exponential":
             if regression:
                 raise ValueError(
                     "method='exponential' selects among fitted classifiers; the regression "
                     "mode needs method='frank_wolfe'"
                 )
-            return self._fit_exponential(X, statistics, objective, constraint, random)
+            self._fit_exponential(X, statistics, *problem_functions, split, random, recorder)
+        else:
+            self._fit_frank_wolfe(
+                X, statistics, *problem_functions, split, delta, random, recorder, regression
+            )
+        self.dp_event_ = recorder.build()
+        self.privacy_spent_ = (
+            pure_epsilon_spent(self.dp_event_)  # the exponential method is pure DP
+            if self.method == "exponential"
+            else reduction_spent(self.dp_event_, delta, self.accountant)
+        )
+        return self
 
-        template = self._oracle_template(n)
-        self._check_oracle(template, private)
-        T = self._max_iter(n)
+    def _fit_frank_wolfe(
+        self, X, statistics, objective, constraint, split, delta, random, recorder, regression
+    ) -> None:
+        """Cell counts, then ``T`` iterations of column generation, then the final weights."""
+        n, K = X.shape[0], statistics.n_cells
+        private = not math.isinf(self.epsilon)
+        template = oracle_template(self, n, statistics.max_weight)
+        check_oracle(template, private, statistics.max_weight)
+        T = max_iter(self, n)
+        noise = self._noise(template, n, delta, T, split) if private else None
         if private:
-            oracle_event = (
-                None if self.accountant == "advanced" else _oracle_planned_event(template, n)
-            )
-            noise = calibrate_reduction(
-                self.epsilon, delta, T, split, oracle_event, accountant=self.accountant
+            floor = statistics.max_weight * max(1.0, 3.0 * noise.cells)
+            q, total = release_cells(
+                statistics, random, recorder, floor, noise_multiplier=noise.cells
             )
         else:
-            noise = None
-        events = []
-        counts = np.bincount(statistics.cells, minlength=K).astype(np.float64)
-        if private:
-            noisy, event = noisy_histogram(
-                torch.as_tensor(counts), random, noise_multiplier=noise.cells
-            )
-            events.append(event)
-            counts = noisy.numpy()
-            floor = max(1.0, 3.0 * noise.cells)
-        else:
-            floor = 0.5
-        counts = np.maximum(counts, floor)
-        total = float(counts.sum())
-        q = counts / total
+            q, total = release_cells(statistics, random, recorder, 0.5)
         self.cell_frequencies_ = q
-        self._warn_small_cells(q, total, statistics)
+        warn_small_cells(q, total, statistics, self.epsilon, self.difference_bound, stacklevel=3)
         problem = self._problem(objective, constraint, q, K, regression=regression)
         if regression:
             # a non-monotone objective or constraint fails before any oracle fit where it
@@ -598,7 +408,7 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.history_ = []
         self.oracle_noise_multiplier_ = None if noise is None else noise.oracle_noise_multiplier
         atoms, stats, alpha = self._column_generation(
-            X, statistics, problem, template, noise, delta, random, total, q, events, T
+            X, statistics, problem, template, noise, delta, random, recorder, total, q, T
         )
         stats_matrix = np.vstack(stats)
         if self.fully_corrective:
@@ -609,15 +419,13 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.stats_ = stats_matrix[keep]
         self.n_oracle_calls_ = sum(1 for a in atoms if not isinstance(a, ConstantAtom))
         self.n_iter_ = T
-        self._store_privacy(events, private, delta)
-        return self
 
     def _column_generation(
-        self, X, statistics, problem, template, noise, delta, random, total, q, events, T
+        self, X, statistics, problem, template, noise, delta, random, recorder, total, q, T
     ):
         """The ``T`` iterations (``max_iter`` resolved), shared by both modes.
 
-        Appends each executed release's event to ``events`` and the running
+        Records each executed release in ``recorder`` and appends the running
         mixture's values to ``history_``.
 
         Returns
@@ -659,17 +467,12 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 atom, J = atoms[free], stats[free]  # a free atom: its statistics are known
             else:
                 targets, weights = statistics.task(gradient)
-                atom, event = self._fit_oracle(template, X, targets, weights, noise, delta, random)
+                atom = self._fit_oracle(
+                    template, X, targets, weights, noise, delta, random, recorder
+                )
                 exact = statistics.sums(atom, X)
                 if private:
-                    noisy, stat_event = noisy_histogram(
-                        torch.as_tensor(exact),
-                        random,
-                        noise_multiplier=noise.statistics,
-                        sensitivity=statistics.sensitivity,
-                    )
-                    events += [event, stat_event]
-                    exact = noisy.numpy()
+                    exact = release_sums(exact, statistics, noise.statistics, random, recorder)
                 J = statistics.clip(exact / total, q)
             # reduced cost of the new column on the released statistics (post-processing)
             stalled = float(gradient @ (J - running)) >= 0.0
@@ -685,7 +488,7 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def _margin_stds(self) -> tuple[np.ndarray, np.ndarray]:
         """Each atom's noise std times the margins (constraints, objective)."""
         std = np.asarray(self._noise_std)
-        constraints, objective = self._noise_margins()
+        constraints, objective = cgoo_noise_margins(self.noise_margin)
         return constraints * std, objective * std
 
     def _problem(self, objective, constraint, q, K, *, regression=False) -> PenalisedObjective:
@@ -709,20 +512,34 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         kind = GroupLossProblem if regression else PenalisedObjective
         return kind(objective, constraint, q, bound, G, eta)
 
-    def _fit_oracle(self, template, X, targets, weights, noise, delta, random):
-        """Fit one oracle on ``(X, targets, sample_weight=weights)``; return it and its event."""
+    def _noise(self, template, n_samples: int, delta: float, T: int, split) -> ReductionNoise:
+        """The calibrated noise of a private fit on ``n_samples`` rows (public values only)."""
+
+        def oracle_event(z: float) -> dp_accounting.DpEvent:
+            return template.planned_event(n_samples, noise_multiplier=z)
+
+        planned = None if self.accountant == "advanced" else oracle_event
+        return calibrate_reduction(
+            self.epsilon, delta, T, split, planned, accountant=self.accountant
+        )
+
+    def _oracle_budget(self, noise: ReductionNoise, delta: float) -> dict:
+        """The budget parameters every oracle fit of a private reduction runs with."""
+        if noise.oracle_budget is not None:  # the paper's split: each calibrates itself
+            eps_call, delta_call = noise.oracle_budget
+            return {"epsilon": eps_call, "delta": delta_call, "noise_multiplier": None}
+        return {
+            "epsilon": self.epsilon,
+            "delta": delta,
+            "noise_multiplier": noise.oracle_noise_multiplier,
+        }
+
+    def _fit_oracle(self, template, X, targets, weights, noise, delta, random, recorder):
+        """Fit one oracle on ``(X, targets, sample_weight=weights)`` and record its event."""
         oracle = spawn_oracle(template, random)
         params = oracle.get_params(deep=False)
         if noise is not None:
-            if noise.oracle_budget is not None:
-                eps_call, delta_call = noise.oracle_budget
-                oracle.set_params(epsilon=eps_call, delta=delta_call, noise_multiplier=None)
-            else:
-                oracle.set_params(
-                    epsilon=self.epsilon,
-                    delta=delta,
-                    noise_multiplier=noise.oracle_noise_multiplier,
-                )
+            oracle.set_params(**self._oracle_budget(noise, delta))
         elif "epsilon" in params:
             # a non-private reduction fits non-private oracles (a noise multiplier
             # left on the template would be rejected at epsilon=inf)
@@ -733,141 +550,92 @@ class CGOOReduction(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             # against the majority class of its targets says nothing useful here
             warnings.simplefilter("ignore", DegenerateModelWarning)
             oracle.fit(X, targets, sample_weight=weights)
-        return oracle, executed_event(oracle)
+        if noise is not None:
+            recorder.record(executed_event(oracle))
+        return oracle
 
-    def _warn_small_cells(self, q, total, statistics) -> None:
-        if math.isinf(self.epsilon):
-            return
-        smallest = float(q.min()) * total
-        K = statistics.n_cells
-        # Theorem 6.2's bound for statistics in [0, 1]; the group losses range over
-        # [0, loss_bound], which scales it
-        bound = statistics.diameter * math.sqrt(K) / (self.epsilon * float(self.difference_bound))
-        scale = "" if statistics.diameter == 1.0 else "loss_bound*"
-        if smallest < bound:
-            warnings.warn(
-                f"the smallest {statistics.cell_name} has about {smallest:.0f} rows (released "
-                f"count), below the lower bound {scale}sqrt(K)/(epsilon*difference_bound) = "
-                f"{bound:.0f} of Alabi's Theorem 6.2: no private algorithm can be expected to "
-                "meet the constraint on it; raise epsilon or difference_bound.",
-                SmallCellWarning,
-                stacklevel=3,
-            )
-
-    def _store_privacy(self, events, private, delta) -> None:
-        if not private:
-            self.dp_event_ = dp_accounting.NonPrivateDpEvent()
-            self.privacy_spent_ = PrivacySpent(math.inf, 0.0)
-            return
-        self.dp_event_ = dp_accounting.ComposedDpEvent(events)
-        accountant = "rdp" if self.accountant == "advanced" else self.accountant
-        self.privacy_spent_ = epsilon_spent(self.dp_event_, delta, accountant=accountant)
-
-    def _fit_exponential(self, X, statistics, objective, constraint, random):
+    def _fit_exponential(
+        self, X, statistics, objective, constraint, split, random, recorder
+    ) -> None:
         """Algorithm 1: Laplace cell counts (a share of epsilon), then the exponential mechanism."""
-        cells, K = statistics.cells, statistics.n_cells
         if not self.candidates:
             raise ValueError("method='exponential' needs candidates: a list of fitted classifiers")
-        counts = np.bincount(cells, minlength=K).astype(np.float64)
         private = not math.isinf(self.epsilon)
-        share_cells = self._check_budget_split()[0]
-        events = []
+        eps_cells = split[0] * self.epsilon
         if private:
-            eps_cells = share_cells * self.epsilon
-            noisy, event = noisy_histogram(
-                torch.as_tensor(counts), random, laplace_scale=1.0 / eps_cells
+            q, total = release_cells(
+                statistics, random, recorder, statistics.max_weight, laplace_scale=1.0 / eps_cells
             )
-            events.append(event)
-            counts = np.maximum(noisy.numpy(), 1.0)
-        counts = np.maximum(counts, 0.5)
-        total = float(counts.sum())
-        q = counts / total
+        else:
+            q, total = release_cells(statistics, random, recorder, 0.5)
         self.cell_frequencies_ = q
-        problem = self._problem(objective, constraint, q, K)
+        problem = self._problem(objective, constraint, q, statistics.n_cells)
         candidates = list(self.candidates)
-        stats = [np.clip(positive_counts(cells, c.predict(X), K) / total, 0, q) for c in candidates]
+        stats = [statistics.clip(statistics.sums(c, X) / total, q) for c in candidates]
         scores = np.array([problem.value(J)["h"] for J in stats])
         if private:
+            # one row moves one count by at most max_weight
+            sensitivity = statistics.max_weight * score_sensitivity(problem, total)
             eps_select = self.epsilon - eps_cells
-            sensitivity = score_sensitivity(problem, total)
-            log_p = exponential_log_probabilities(scores, sensitivity, eps_select)
-            index = gumbel_max_index(log_p, random.uniform(len(scores)))
-            # dp-accounting has no pure-DP event: the exponential mechanism is
-            # eps-bounded-range, hence (eps^2 / 8)-zCDP (Cesar & Rogers 2021), which
-            # the RDP accountant composes; privacy_spent_ states the pure-DP guarantee
-            events.append(dp_accounting.ZCDpEvent(eps_select**2 / 8.0))
-            self.dp_event_ = dp_accounting.ComposedDpEvent(events)
-            self.privacy_spent_ = PrivacySpent(eps_cells + eps_select, 0.0)
+            index = exponential_mechanism(scores, sensitivity, eps_select, random, recorder)
         else:
             index = int(np.argmin(scores))
-            self.dp_event_ = dp_accounting.NonPrivateDpEvent()
-            self.privacy_spent_ = PrivacySpent(math.inf, 0.0)
         self.predictors_ = [candidates[index]]
         self.weights_ = np.ones(1)
-        self.stats_ = np.zeros((1, K))  # the selection releases no statistic
+        self.stats_ = np.zeros((1, statistics.n_cells))  # the selection releases no statistic
         self.history_ = []
         self.n_oracle_calls_ = 0
         self.n_iter_ = 1
         self.oracle_noise_multiplier_ = None
-        return self
 
-    # -- prediction -------------------------------------------------------------
-    def _atom_outputs(self, X) -> np.ndarray:
-        """Each atom's predictions on ``X``, shape (n_samples, n_predictors)."""
-        check_is_fitted(self, "predictors_")
-        X = densify(check_X(self, X, reset=False))
-        columns = [np.asarray(atom.predict(X), dtype=np.float64) for atom in self.predictors_]
-        return np.column_stack(columns) if columns else np.zeros((X.shape[0], 0))
+    # -- planning ---------------------------------------------------------------
+    def planned_event(self, n_samples: int) -> dp_accounting.DpEvent:
+        """The event a fit on ``n_samples`` rows may execute, from the parameters alone.
 
-    def _positive_probability(self, X) -> np.ndarray:
-        p = (self._atom_outputs(X) == 1) @ self.weights_
-        return np.clip(p, 0.0, 1.0)
+        The cell counts, then ``max_iter`` times an oracle fit (its own
+        ``planned_event``) and a statistics release, at the calibrated noise (what
+        the budget is calibrated to). An iteration whose direction a free constant
+        atom answers calls no oracle and releases nothing, so the executed
+        ``dp_event_`` is this event with such iterations left out.
+        ``method="exponential"``: the Laplace counts and the selection.
 
-    @available_if(lambda self: not self._is_regression())
-    def predict_proba(self, X) -> np.ndarray:
-        """Probability that the randomised classifier predicts each class (mixture of atoms).
+        Parameters
+        ----------
+        n_samples : int
+            Rows of the training set.
 
-        Classification only.
+        Returns
+        -------
+        dp_accounting.DpEvent
+            ``NonPrivateDpEvent`` for a non-private reduction (``epsilon=inf``).
         """
-        p = self._positive_probability(X)
-        return np.column_stack([1.0 - p, p])
-
-    def predict(self, X, *, random_state=None) -> np.ndarray:
-        """Predict with the mixture.
-
-        Classification: draw each row's class from :meth:`predict_proba` (the
-        randomised classifier). ``random_state=None`` uses the estimator's
-        ``random_state`` (so a seeded fit predicts reproducibly); thresholding
-        ``predict_proba`` at 1/2 instead voids the fairness guarantee, which holds
-        for the randomised predictions.
-
-        Regression: ``predict_mode="mean"`` returns ``sum_s weights_[s] *
-        predictors_[s].predict(X)`` (deterministic; ``random_state`` is unused);
-        ``"mixture"`` draws an atom per row with probabilities ``weights_``.
-        """
-        regression = self._is_regression()
-        if regression and self._predict_mode() == "mean":
-            return self._atom_outputs(X) @ self.weights_
-        rng = check_random_state(self.random_state if random_state is None else random_state)
-        if regression:
-            outputs = self._atom_outputs(X)
-            drawn = rng.choice(len(self.weights_), size=outputs.shape[0], p=self.weights_)
-            return outputs[np.arange(outputs.shape[0]), drawn]
-        p = self._positive_probability(X)
-        draws = rng.uniform(size=p.shape[0]) < p
-        return self.classes_[draws.astype(np.int64)]
-
-    def score(self, X, y, sample_weight=None) -> float:
-        """Accuracy of :meth:`predict` (classification), or its R² (regression)."""
-        if self._is_regression():
-            return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
-        return super().score(X, y, sample_weight=sample_weight)
+        self._validate_params()
+        n = int(n_samples)
+        if n < 1:
+            raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+        if math.isinf(self.epsilon):
+            return dp_accounting.NonPrivateDpEvent()
+        split = check_budget_split(self.budget_split)
+        if self.method == "exponential":
+            eps_cells = split[0] * self.epsilon
+            cells = dp_accounting.LaplaceDpEvent(1.0 / eps_cells)
+            return compose([cells, selection_event(self.epsilon - eps_cells)])
+        template = oracle_template(self, n)
+        check_oracle(template, True)
+        delta, T = resolve_delta(self.delta, n), max_iter(self, n)
+        noise = self._noise(template, n, delta, T, split)
+        if noise.oracle_budget is None:
+            oracle_event = template.planned_event(n, noise_multiplier=noise.oracle_noise_multiplier)
+        else:
+            oracle = clone(template).set_params(**self._oracle_budget(noise, delta))
+            oracle_event = oracle.planned_event(n)
+        return reduction_event(noise.cells, noise.statistics, [oracle_event] * T)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
         tags.input_tags.sparse = True
-        if self._is_regression():
+        if is_regression(self):
             tags.estimator_type = "regressor"
             tags.classifier_tags = None
             tags.regressor_tags = RegressorTags()

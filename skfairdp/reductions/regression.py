@@ -10,7 +10,8 @@ objective of the **group losses**
 (joint, like the classification statistics: a group's mean loss is ``L_g / p_g``
 with ``p_g`` the released group frequency). Clipping each row's squared residual
 at the public ``loss_bound`` bounds what one row adds to the released vector:
-one coordinate, by at most ``loss_bound`` (its L2 sensitivity).
+one coordinate, by at most ``loss_bound`` (its L2 sensitivity; ``max_weight *
+loss_bound`` when the rows carry weights, which multiply their losses).
 
 A weighted least-squares fit can only take non-negative weights (a negative
 weight makes the problem unbounded), so the objective and the constraint must be
@@ -34,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .atoms import WeightedCells
 from .constraints import Constraint
 from .frank_wolfe import PenalisedObjective
 from .objectives import DEFAULT_TEMPERATURE, Objective
@@ -170,7 +172,7 @@ def clipped_squared_errors(predictions, y, loss_bound: float) -> np.ndarray:
     return np.where(np.isfinite(squared), np.minimum(squared, loss_bound), loss_bound)
 
 
-class GroupLosses:
+class GroupLosses(WeightedCells):
     """What the shared reduction loop needs to know about the regression statistics.
 
     Parameters
@@ -180,22 +182,34 @@ class GroupLosses:
     y : ndarray of float64, shape (n,)
     n_groups : int
     loss_bound : float
-        Public bound on one row's squared residual (the sensitivity).
+        Public bound on one row's squared residual.
+    weights : ndarray of float64, shape (n,), or None
+        ``sample_weight`` (None: every row weighs 1).
+    max_weight : float, default=1.0
+        Public bound on the weights.
     """
 
     #: What a cell is, in warnings.
     cell_name = "group"
 
-    def __init__(self, groups: np.ndarray, y: np.ndarray, n_groups: int, loss_bound: float):
-        self.cells = np.asarray(groups, dtype=np.int64)
+    def __init__(
+        self,
+        groups: np.ndarray,
+        y: np.ndarray,
+        n_groups: int,
+        loss_bound: float,
+        weights: np.ndarray | None = None,
+        max_weight: float = 1.0,
+    ):
+        super().__init__(groups, n_groups, weights, max_weight)
         self.y = np.asarray(y, dtype=np.float64)
-        self.n_cells = int(n_groups)
         self.loss_bound = float(loss_bound)
 
     @property
     def sensitivity(self) -> float:
-        """L2 sensitivity of one atom's released loss sums (one row, one group)."""
-        return self.loss_bound
+        """L2 sensitivity of one atom's released loss sums: one row, one group, at most
+        ``max_weight * loss_bound``."""
+        return self.max_weight * self.loss_bound
 
     @property
     def diameter(self) -> float:
@@ -211,7 +225,7 @@ class GroupLosses:
         return None
 
     def task(self, direction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(y, w_group(i) / max w)``: weighted least squares minimising ``<L(f), w>``.
+        """``(y, w_group(i) / max w * weight_i)``: weighted least squares minimising ``<L(f), w>``.
 
         Raises
         ------
@@ -222,12 +236,12 @@ class GroupLosses:
         check_monotone(direction)
         scale = float(np.max(direction))
         weights = direction / scale if scale > 0 else np.ones_like(direction)
-        return self.y, np.clip(weights, 0.0, 1.0)[self.cells]
+        return self.y, np.clip(weights, 0.0, 1.0)[self.cells] * self.weights
 
     def sums(self, atom, X) -> np.ndarray:
-        """Exact per-group sums of the atom's clipped squared residuals (to be released)."""
+        """Exact per-group (weighted) sums of the atom's clipped squared residuals."""
         losses = clipped_squared_errors(atom.predict(X), self.y, self.loss_bound)
-        return np.bincount(self.cells, weights=losses, minlength=self.n_cells)
+        return np.bincount(self.cells, weights=self.weights * losses, minlength=self.n_cells)
 
     def clip(self, statistics: np.ndarray, frequencies: np.ndarray) -> np.ndarray:
         """Released statistics into their box ``[0, loss_bound * p_g]`` (post-processing)."""
