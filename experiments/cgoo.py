@@ -170,9 +170,9 @@ def _cgoo(split, constraint, eps, bound, seed, objective="error_rate", estimator
     )
     if math.isinf(eps):
         from skfairdp.dpsgd import DPSGDClassifier
-        from skfairdp.reductions.estimator import DEFAULT_ORACLE_PARAMS
+        from skfairdp._fit.schedules import CGOO_ORACLE_PARAMS
 
-        model.set_params(estimator=estimator or DPSGDClassifier(**DEFAULT_ORACLE_PARAMS))
+        model.set_params(estimator=estimator or DPSGDClassifier(**CGOO_ORACLE_PARAMS))
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
