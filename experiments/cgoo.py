@@ -169,8 +169,8 @@ def _cgoo(split, constraint, eps, bound, seed, objective="error_rate", estimator
         random_state=seed,
     )
     if math.isinf(eps):
-        from skfairdp.dpsgd import DPSGDClassifier
         from skfairdp._fit.schedules import CGOO_ORACLE_PARAMS
+        from skfairdp.dpsgd import DPSGDClassifier
 
         model.set_params(estimator=estimator or DPSGDClassifier(**CGOO_ORACLE_PARAMS))
     start = time.perf_counter()

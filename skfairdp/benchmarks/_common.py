@@ -152,8 +152,6 @@ def run_tasks(
                     estimator.fit(X_train, y_train)
             seconds = time.perf_counter() - tic
             spent = getattr(estimator, "privacy_spent_", None)
-            if isinstance(spent, dict):  # federated: one guarantee per silo, report the worst
-                spent = max(spent.values(), key=lambda p: (p.epsilon, p.delta))
             row: dict[str, Any] = {
                 "method": task.method,
                 "dataset": task.dataset,
