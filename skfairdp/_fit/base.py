@@ -24,6 +24,7 @@ from .parameters import (
     POSITIVE,
     SHARED_CONSTRAINTS,
     parameter_constraints,
+    store_parameters,
 )
 from .template import PrivateDiagnosticsWarning, PrivateFitMixin
 from .validation import check_X, check_y, check_y_numeric, densify
@@ -68,6 +69,16 @@ class PrivateEstimatorBase(PrivateFitMixin, BaseEstimator):
     # fairlearn-style: request sensitive_features (and sample_weight) for fit under
     # metadata routing, so routers pass them without set_fit_request.
     __metadata_request__fit = {"sensitive_features": True, "sample_weight": True}
+
+    # -- parameters ----------------------------------------------------------
+    def _store_parameters(self, arguments: dict) -> None:
+        """Store ``__init__``'s arguments unchanged (its ``locals()``), route ``**kwargs``.
+
+        Each estimator writes its ``__init__`` with its explicit signature and calls
+        this once: every named argument becomes the attribute of the same name, as
+        scikit-learn requires, and ``**kwargs`` goes to :meth:`_store_prefixed`.
+        """
+        self._store_prefixed(store_parameters(self, arguments))
 
     # -- skorch-style prefixed parameters ---------------------------------
     def _store_prefixed(self, kwargs: dict) -> None:

@@ -113,3 +113,18 @@ def parameter_constraints(
             raise ValueError(f"also_accept names {name!r}, not a common or shared parameter")
         constraints[name] = [*constraints[name], *extra]
     return constraints
+
+
+def store_parameters(estimator, arguments: dict) -> dict:
+    """Store ``__init__``'s named arguments unchanged on ``estimator``; return ``**kwargs``.
+
+    ``arguments`` is ``locals()`` at the top of ``__init__``: each named argument
+    becomes the attribute of the same name, as scikit-learn requires (no
+    validation, no conversion: that happens in ``fit``). The estimator's explicit
+    signature stays the one place its parameters and defaults are written.
+    """
+    arguments = {k: v for k, v in arguments.items() if k not in ("self", "__class__")}
+    kwargs = arguments.pop("kwargs", {})
+    for name, value in arguments.items():
+        setattr(estimator, name, value)
+    return kwargs

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numpy.typing import ArrayLike
 
 from .._fit.base import parameter_constraints
 from ..dpsgd.core import CrossEntropyProblem, NoisySGDClassifierBase
@@ -161,55 +160,14 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
     )
 
     def __init__(
-        self,
-        *,
-        epsilon: float = 1.0,
-        delta: float | str = "auto",
-        max_grad_norm: float = 1.0,
-        max_sample_weight: float = 1.0,
-        noise_multiplier: float | None = None,
-        count_noise_multiplier: float | str = "auto",
-        calibration: str = "accountant",
-        activation: str = "tanh",
-        sensitive_values: ArrayLike | dict | None = None,
-        lr: float = 0.1,
-        batch_size: int = 256,
-        max_epochs: int = 20,
-        module: type | torch.nn.Module | None = None,
-        hidden_layer_sizes: tuple[int, ...] = (256, 256),
-        optimizer: type = torch.optim.SGD,
-        callbacks: list | None = None,
-        random_state: int | np.random.RandomState | None = None,
-        secure_mode: bool = False,
-        device: str | torch.device = "cpu",
-        n_jobs: int | None = None,
-        record_private_diagnostics: bool = False,
-        verbose: int = 0,
-        **kwargs,
-    ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.max_grad_norm = max_grad_norm
-        self.max_sample_weight = max_sample_weight
-        self.noise_multiplier = noise_multiplier
-        self.count_noise_multiplier = count_noise_multiplier
-        self.calibration = calibration
-        self.activation = activation
-        self.sensitive_values = sensitive_values
-        self.lr = lr
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.module = module
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.optimizer = optimizer
-        self.callbacks = callbacks
-        self.random_state = random_state
-        self.secure_mode = secure_mode
-        self.device = device
-        self.n_jobs = n_jobs
-        self.record_private_diagnostics = record_private_diagnostics
-        self.verbose = verbose
-        self._store_prefixed(kwargs)
+        self, *, epsilon=1.0, delta="auto", max_grad_norm=1.0, max_sample_weight=1.0,
+        noise_multiplier=None, count_noise_multiplier="auto", calibration="accountant",
+        activation="tanh", sensitive_values=None, lr=0.1, batch_size=256, max_epochs=20,
+        module=None, hidden_layer_sizes=(256, 256), optimizer=torch.optim.SGD, callbacks=None,
+        random_state=None, secure_mode=False, device="cpu", n_jobs=None,
+        record_private_diagnostics=False, verbose=0, **kwargs,
+    ):  # fmt: skip
+        self._store_parameters(locals())
 
     def _encode_groups(self, sensitive_features, n_samples):
         why = f"{type(self).__name__} clips each group at its own bound"

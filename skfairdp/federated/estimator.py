@@ -173,83 +173,17 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
     _schedule = DPFERMI
 
     def __init__(
-        self,
-        fairness="demographic_parity",
-        fairness_weight=1.0,
-        *,
-        epsilon=1.0,
-        delta="auto",
-        max_grad_norm="auto",
-        max_sample_weight=1.0,
-        noise_multiplier=None,
-        n_silos=3,
-        heterogeneity=0.0,
-        partition_feature=None,
-        aggregation="uniform",
-        backend="local",
-        group_priors=None,
-        rho=0.05,
-        dual_bound="auto",
-        lr_dual="auto",
-        dual_rates="hard",
-        lr_decay=1.0,
-        privacy_unit="record",
-        iterate="average",
-        calibration="accountant",
-        accountant="auto",
-        sensitive_values=None,
-        lr=0.1,
-        batch_size="auto",
-        max_epochs="auto",
-        module=None,
-        hidden_layer_sizes=(),
-        optimizer=torch.optim.SGD,
-        callbacks=None,
-        random_state=None,
-        secure_mode=False,
-        device="cpu",
-        n_jobs=None,
-        record_private_diagnostics=False,
-        verbose=0,
-        **kwargs,
-    ):
-        self.fairness = fairness
-        self.fairness_weight = fairness_weight
-        self.epsilon = epsilon
-        self.delta = delta
-        self.max_grad_norm = max_grad_norm
-        self.max_sample_weight = max_sample_weight
-        self.noise_multiplier = noise_multiplier
-        self.n_silos = n_silos
-        self.heterogeneity = heterogeneity
-        self.partition_feature = partition_feature
-        self.aggregation = aggregation
-        self.backend = backend
-        self.group_priors = group_priors
-        self.rho = rho
-        self.dual_bound = dual_bound
-        self.lr_dual = lr_dual
-        self.dual_rates = dual_rates
-        self.lr_decay = lr_decay
-        self.privacy_unit = privacy_unit
-        self.iterate = iterate
-        self.calibration = calibration
-        self.accountant = accountant
-        self.sensitive_values = sensitive_values
-        self.lr = lr
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.module = module
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.optimizer = optimizer
-        self.callbacks = callbacks
-        self.random_state = random_state
-        self.secure_mode = secure_mode
-        self.device = device
-        self.n_jobs = n_jobs
-        self.record_private_diagnostics = record_private_diagnostics
-        self.verbose = verbose
-        self._store_prefixed(kwargs)
+        self, fairness="demographic_parity", fairness_weight=1.0, *, epsilon=1.0, delta="auto",
+        max_grad_norm="auto", max_sample_weight=1.0, noise_multiplier=None, n_silos=3,
+        heterogeneity=0.0, partition_feature=None, aggregation="uniform", backend="local",
+        group_priors=None, rho=0.05, dual_bound="auto", lr_dual="auto", dual_rates="hard",
+        lr_decay=1.0, privacy_unit="record", iterate="average", calibration="accountant",
+        accountant="auto", sensitive_values=None, lr=0.1, batch_size="auto", max_epochs="auto",
+        module=None, hidden_layer_sizes=(), optimizer=torch.optim.SGD, callbacks=None,
+        random_state=None, secure_mode=False, device="cpu", n_jobs=None,
+        record_private_diagnostics=False, verbose=0, **kwargs,
+    ):  # fmt: skip
+        self._store_parameters(locals())
 
     def fit(self, X, y, *, sensitive_features=None, silo_ids=None) -> FederatedDPFermiClassifier:
         """Train across silos.

@@ -227,71 +227,15 @@ class DPFermiClassifier(PrivateClassifierBase):
     _schedule = DPFERMI
 
     def __init__(
-        self,
-        fairness="demographic_parity",
-        fairness_weight=1.0,
-        *,
-        epsilon=1.0,
-        delta="auto",
-        max_grad_norm="auto",
-        max_sample_weight=1.0,
-        noise_multiplier=None,
-        dual_bound="auto",
-        rho=0.05,
-        group_priors=None,
-        lr_dual="auto",
-        dual_rates="hard",
-        privacy_unit="record",
-        iterate="average",
-        calibration="accountant",
-        accountant="auto",
-        sensitive_values=None,
-        lr=0.1,
-        batch_size="auto",
-        max_epochs="auto",
-        module=None,
-        hidden_layer_sizes=(),
-        optimizer=torch.optim.SGD,
-        callbacks=None,
-        random_state=None,
-        secure_mode=False,
-        device="cpu",
-        n_jobs=None,
-        record_private_diagnostics=False,
-        verbose=0,
-        **kwargs,
-    ):
-        self.fairness = fairness
-        self.fairness_weight = fairness_weight
-        self.epsilon = epsilon
-        self.delta = delta
-        self.max_grad_norm = max_grad_norm
-        self.max_sample_weight = max_sample_weight
-        self.noise_multiplier = noise_multiplier
-        self.dual_bound = dual_bound
-        self.rho = rho
-        self.group_priors = group_priors
-        self.lr_dual = lr_dual
-        self.dual_rates = dual_rates
-        self.privacy_unit = privacy_unit
-        self.iterate = iterate
-        self.calibration = calibration
-        self.accountant = accountant
-        self.sensitive_values = sensitive_values
-        self.lr = lr
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.module = module
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.optimizer = optimizer
-        self.callbacks = callbacks
-        self.random_state = random_state
-        self.secure_mode = secure_mode
-        self.device = device
-        self.n_jobs = n_jobs
-        self.record_private_diagnostics = record_private_diagnostics
-        self.verbose = verbose
-        self._store_prefixed(kwargs)
+        self, fairness="demographic_parity", fairness_weight=1.0, *, epsilon=1.0, delta="auto",
+        max_grad_norm="auto", max_sample_weight=1.0, noise_multiplier=None, dual_bound="auto",
+        rho=0.05, group_priors=None, lr_dual="auto", dual_rates="hard", privacy_unit="record",
+        iterate="average", calibration="accountant", accountant="auto", sensitive_values=None,
+        lr=0.1, batch_size="auto", max_epochs="auto", module=None, hidden_layer_sizes=(),
+        optimizer=torch.optim.SGD, callbacks=None, random_state=None, secure_mode=False,
+        device="cpu", n_jobs=None, record_private_diagnostics=False, verbose=0, **kwargs,
+    ):  # fmt: skip
+        self._store_parameters(locals())
 
     # -- hooks of the fit template ----------------------------------------------
     def _check_params(self) -> None:

@@ -58,6 +58,7 @@ from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils._metadata_requests import MetadataRouter, MethodMapping
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._fit.parameters import store_parameters
 from ..privacy import EventRecorder, RandomSource, noisy_count, resolve_delta
 from ..privacy.events import compose
 from ..privacy.spent import spent_event
@@ -208,37 +209,12 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
     }
 
     def __init__(
-        self,
-        estimator,
-        param_distributions,
-        *,
-        scoring="accuracy",
-        fairness=None,
-        max_violation=None,
-        epsilon=1.0,
-        delta="auto",
-        n_candidates_mean=5.0,
-        distribution="truncated_negative_binomial",
-        shape=0.5,
-        validation_size=0.2,
-        score_noise_multiplier="auto",
-        random_state=None,
-        secure_mode=False,
-    ):
-        self.estimator = estimator
-        self.param_distributions = param_distributions
-        self.scoring = scoring
-        self.fairness = fairness
-        self.max_violation = max_violation
-        self.epsilon = epsilon
-        self.delta = delta
-        self.n_candidates_mean = n_candidates_mean
-        self.distribution = distribution
-        self.shape = shape
-        self.validation_size = validation_size
-        self.score_noise_multiplier = score_noise_multiplier
-        self.random_state = random_state
-        self.secure_mode = secure_mode
+        self, estimator, param_distributions, *, scoring="accuracy", fairness=None,
+        max_violation=None, epsilon=1.0, delta="auto", n_candidates_mean=5.0,
+        distribution="truncated_negative_binomial", shape=0.5, validation_size=0.2,
+        score_noise_multiplier="auto", random_state=None, secure_mode=False,
+    ):  # fmt: skip
+        store_parameters(self, locals())
 
     # -- metadata routing ------------------------------------------------------
     def get_metadata_routing(self) -> MetadataRouter:

@@ -15,11 +15,8 @@ projected ascent step on the released constraint values
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import torch
-from numpy.typing import ArrayLike
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -29,7 +26,6 @@ from .._fit.schedules import RACO
 from .._fit.validation import check_X
 from ..fairness.rates import (
     CONSTRAINT_NAMES,
-    RateConstraint,
     compile_rate_constraints,
     resolve_constraints,
 )
@@ -225,71 +221,16 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
     _eta = 2.0
 
     def __init__(
-        self,
-        constraints: str | RateConstraint | Sequence = "demographic_parity",
-        tolerance: float = 0.05,
-        *,
-        epsilon: float = 1.0,
-        delta: float | str = "auto",
-        max_grad_norm: float | str = "auto",
-        max_sample_weight: float = 1.0,
-        noise_multiplier: float | None = None,
-        temperature: float = 1.0,
-        dual_rates: str = "hard",
-        solution: str = "average",
-        histogram_noise: str = "gaussian",
-        histogram_noise_multiplier: float | str = "auto",
-        lr_dual: float | str = "auto",
-        dual_bound: float | None = None,
-        calibration: str = "accountant",
-        accountant: str = "auto",
-        sensitive_values: ArrayLike | dict | None = None,
-        lr: float = 0.1,
-        batch_size: int | str = "auto",
-        max_epochs: int | str = "auto",
-        module: type | torch.nn.Module | None = None,
-        hidden_layer_sizes: Sequence[int] = (),
-        optimizer: type[torch.optim.Optimizer] = torch.optim.SGD,
-        callbacks: Sequence | None = None,
-        random_state: int | np.random.RandomState | None = None,
-        secure_mode: bool = False,
-        device: str | torch.device = "cpu",
-        n_jobs: int | None = None,
-        record_private_diagnostics: bool = False,
-        verbose: int = 0,
-        **kwargs: object,
-    ) -> None:
-        self.constraints = constraints
-        self.tolerance = tolerance
-        self.epsilon = epsilon
-        self.delta = delta
-        self.max_grad_norm = max_grad_norm
-        self.max_sample_weight = max_sample_weight
-        self.noise_multiplier = noise_multiplier
-        self.temperature = temperature
-        self.dual_rates = dual_rates
-        self.solution = solution
-        self.histogram_noise = histogram_noise
-        self.histogram_noise_multiplier = histogram_noise_multiplier
-        self.lr_dual = lr_dual
-        self.dual_bound = dual_bound
-        self.calibration = calibration
-        self.accountant = accountant
-        self.sensitive_values = sensitive_values
-        self.lr = lr
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.module = module
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.optimizer = optimizer
-        self.callbacks = callbacks
-        self.random_state = random_state
-        self.secure_mode = secure_mode
-        self.device = device
-        self.n_jobs = n_jobs
-        self.record_private_diagnostics = record_private_diagnostics
-        self.verbose = verbose
-        self._store_prefixed(kwargs)
+        self, constraints="demographic_parity", tolerance=0.05, *, epsilon=1.0, delta="auto",
+        max_grad_norm="auto", max_sample_weight=1.0, noise_multiplier=None, temperature=1.0,
+        dual_rates="hard", solution="average", histogram_noise="gaussian",
+        histogram_noise_multiplier="auto", lr_dual="auto", dual_bound=None,
+        calibration="accountant", accountant="auto", sensitive_values=None, lr=0.1,
+        batch_size="auto", max_epochs="auto", module=None, hidden_layer_sizes=(),
+        optimizer=torch.optim.SGD, callbacks=None, random_state=None, secure_mode=False,
+        device="cpu", n_jobs=None, record_private_diagnostics=False, verbose=0, **kwargs,
+    ):  # fmt: skip
+        self._store_parameters(locals())
 
     # -- hooks of the fit template ----------------------------------------------
     def _check_params(self) -> None:

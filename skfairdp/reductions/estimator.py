@@ -25,6 +25,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOp
 from sklearn.utils._tags import RegressorTags
 
 from .._fit.degenerate import DegenerateModelWarning
+from .._fit.parameters import store_parameters
 from .._fit.schedules import cgoo_noise_margins
 from ..oracle import executed_event, spawn_oracle
 from ..privacy import EventRecorder, RandomSource, resolve_delta
@@ -277,55 +278,14 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
     __metadata_request__fit = {"sensitive_features": True, "sample_weight": True}
 
     def __init__(
-        self,
-        estimator=None,
-        objective="auto",
-        constraints="auto",
-        difference_bound=0.05,
-        *,
-        epsilon=1.0,
-        delta="auto",
-        max_sample_weight=1.0,
-        penalty="auto",
-        smoothing="auto",
-        max_iter="auto",
-        noise_margin="auto",
-        step="fw",
-        fully_corrective=True,
-        budget_split=(0.05, 0.15, 0.8),
-        accountant="rdp",
-        privacy_unit="record",
-        method="frank_wolfe",
-        candidates=None,
-        predict_mode="auto",
-        loss_bound=1.0,
-        sensitive_values=None,
-        random_state=None,
-        secure_mode=False,
-    ):
-        self.estimator = estimator
-        self.objective = objective
-        self.constraints = constraints
-        self.difference_bound = difference_bound
-        self.epsilon = epsilon
-        self.delta = delta
-        self.max_sample_weight = max_sample_weight
-        self.penalty = penalty
-        self.smoothing = smoothing
-        self.max_iter = max_iter
-        self.noise_margin = noise_margin
-        self.step = step
-        self.fully_corrective = fully_corrective
-        self.budget_split = budget_split
-        self.accountant = accountant
-        self.privacy_unit = privacy_unit
-        self.method = method
-        self.candidates = candidates
-        self.predict_mode = predict_mode
-        self.loss_bound = loss_bound
-        self.sensitive_values = sensitive_values
-        self.random_state = random_state
-        self.secure_mode = secure_mode
+        self, estimator=None, objective="auto", constraints="auto", difference_bound=0.05, *,
+        epsilon=1.0, delta="auto", max_sample_weight=1.0, penalty="auto", smoothing="auto",
+        max_iter="auto", noise_margin="auto", step="fw", fully_corrective=True,
+        budget_split=(0.05, 0.15, 0.8), accountant="rdp", privacy_unit="record",
+        method="frank_wolfe", candidates=None, predict_mode="auto", loss_bound=1.0,
+        sensitive_values=None, random_state=None, secure_mode=False,
+    ):  # fmt: skip
+        store_parameters(self, locals())
 
     # -- fit --------------------------------------------------------------------
     def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
