@@ -34,158 +34,23 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from .inputs import (
+    ARG,
+    MAX_LISTED,
+    check_column,
+    is_scalar,
+    read_sensitive_features,
+    unhashable_error,
+    unique_values,
+)
+
 __all__ = [
     "GroupEncoder",
     "encode_sensitive_features",
 ]
 
-_ARG = "sensitive_features"
-_MAX_LISTED = 10
+
 _FITTED_ATTRIBUTES = ("names_", "categories_", "n_groups_", "group_labels_", "_explicit_names")
-
-
-# --------------------------------------------------------------------------
-# Input parsing
-# --------------------------------------------------------------------------
-def _default_name(index: int) -> str:
-    return f"sensitive_feature_{index}"
-
-
-def _is_scalar(value: Any) -> bool:
-    return pd.api.types.is_scalar(value) or value is None
-
-
-def _as_columns(sensitive_features: Any) -> tuple[list[str], list[np.ndarray], bool]:
-    """Split ``sensitive_features`` into named 1-D object columns.
-
-    Returns
-    -------
-    names : list of str
-        One name per attribute.
-    columns : list of ndarray of dtype object
-        One 1-D column per attribute, all of the same length.
-    explicit_names : bool
-        Whether the names came from the data (DataFrame columns / dict keys)
-        rather than being positional defaults.
-    """
-    if sensitive_features is None:
-        raise ValueError(
-            f"{_ARG} is required: pass {_ARG}=... to fit (one label per row of X, "
-            "e.g. a pandas Series, or a DataFrame for several attributes)."
-        )
-    if isinstance(sensitive_features, (str, bytes)) or _is_scalar(sensitive_features):
-        raise ValueError(
-            f"{_ARG} must be array-like of shape (n_samples,) or "
-            f"(n_samples, n_attributes), got the scalar {sensitive_features!r}. "
-            "To use a column of a DataFrame X, pass X['column'] itself."
-        )
-    if isinstance(sensitive_features, pd.Series):
-        name = sensitive_features.name
-        name = name if isinstance(name, str) else _default_name(0)
-        return [name], [sensitive_features.to_numpy(dtype=object)], False
-    if isinstance(sensitive_features, Mapping):
-        try:
-            sensitive_features = pd.DataFrame(dict(sensitive_features))
-        except (ValueError, TypeError) as exc:
-            raise ValueError(
-                f"{_ARG} given as a dict must map attribute names to columns of equal "
-                f"length; it could not be converted to a DataFrame: {exc}"
-            ) from exc
-    if isinstance(sensitive_features, pd.DataFrame):
-        if sensitive_features.shape[1] == 0:
-            raise ValueError(f"{_ARG} is a DataFrame with no columns; expected >= 1 attribute.")
-        names = [
-            col if isinstance(col, str) else _default_name(i)
-            for i, col in enumerate(sensitive_features.columns)
-        ]
-        if len(set(names)) != len(names):
-            raise ValueError(f"{_ARG} has duplicate attribute names: {names}.")
-        columns = [
-            sensitive_features.iloc[:, i].to_numpy(dtype=object)
-            for i in range(sensitive_features.shape[1])
-        ]
-        return names, columns, True
-
-    if isinstance(sensitive_features, list) and all(_is_scalar(v) for v in sensitive_features):
-        array = np.empty(len(sensitive_features), dtype=object)
-        array[:] = sensitive_features
-    else:
-        try:
-            array = np.asarray(sensitive_features, dtype=object)
-        except ValueError as exc:  # ragged nested lists
-            raise ValueError(
-                f"{_ARG} could not be read as an array of shape (n_samples,) or "
-                f"(n_samples, n_attributes): {exc}"
-            ) from exc
-        if isinstance(sensitive_features, list) and array.ndim == 1:
-            raise ValueError(
-                f"{_ARG} given as a list must hold scalars (one attribute) or rows of "
-                "equal length (several attributes); got rows of unequal length."
-            )
-    if array.ndim == 0:  # a set, generator, scipy.sparse matrix, ... (not a sequence of rows)
-        hint = (
-            " Convert it with .toarray() first." if hasattr(sensitive_features, "toarray") else ""
-        )
-        raise ValueError(
-            f"{_ARG} must be array-like of shape (n_samples,) or (n_samples, n_attributes) "
-            "(a list, numpy array, pandas Series/DataFrame or dict of columns); got a "
-            f"{type(sensitive_features).__name__}.{hint}"
-        )
-    if array.ndim == 1:
-        return [_default_name(0)], [array], False
-    if array.ndim == 2:
-        if array.shape[1] == 0:
-            raise ValueError(f"{_ARG} has shape {array.shape}; expected >= 1 attribute column.")
-        names = [_default_name(i) for i in range(array.shape[1])]
-        return names, [array[:, i] for i in range(array.shape[1])], False
-    raise ValueError(
-        f"{_ARG} must be 1-D (n_samples,) or 2-D (n_samples, n_attributes); "
-        f"got an array with {array.ndim} dimensions (shape {array.shape})."
-    )
-
-
-def _check_column(name: str, column: np.ndarray) -> None:
-    """Reject missing values in one attribute column."""
-    missing = np.asarray(pd.isna(column), dtype=bool)
-    if missing.any():
-        first = int(np.flatnonzero(missing)[0])
-        raise ValueError(
-            f"{_ARG} contains {int(missing.sum())} missing value(s) (NaN/None/pd.NA) in "
-            f"attribute {name!r} (first at row {first}). Remove those rows or encode the "
-            "missing value as an explicit category, e.g. 'unknown'."
-        )
-
-
-def _unhashable_error(name: str, exc: TypeError) -> ValueError:
-    return ValueError(
-        f"{_ARG} values must be hashable scalars (str, int, bool, ...); attribute "
-        f"{name!r} contains an unhashable value: {exc}"
-    )
-
-
-def _unique(name: str, column: np.ndarray) -> np.ndarray:
-    try:
-        return pd.unique(column)
-    except TypeError as exc:
-        raise _unhashable_error(name, exc) from exc
-
-
-def _check_n_samples(n_rows: int, n_samples: int | None, other: str = "X") -> None:
-    if n_rows == 0:
-        raise ValueError(f"{_ARG} is empty; expected one label per row of {other}.")
-    if n_samples is not None and n_rows != n_samples:
-        raise ValueError(f"{_ARG} has {n_rows} rows but {other} has {n_samples}")
-
-
-def _read_sensitive_features(
-    sensitive_features: Any, n_samples: int | None, other: str = "X"
-) -> tuple[list[str], list[np.ndarray], bool]:
-    """Parse and validate ``sensitive_features`` (format, length, missing values)."""
-    names, columns, explicit = _as_columns(sensitive_features)
-    _check_n_samples(len(columns[0]), n_samples, other)
-    for name, column in zip(names, columns, strict=True):
-        _check_column(name, column)
-    return names, columns, explicit
 
 
 # --------------------------------------------------------------------------
@@ -243,7 +108,7 @@ def _factorize(name: str, column: np.ndarray) -> np.ndarray:
     try:
         codes, _ = pd.factorize(column, use_na_sentinel=True)
     except TypeError as exc:
-        raise _unhashable_error(name, exc) from exc
+        raise unhashable_error(name, exc) from exc
     return codes.astype(np.int64, copy=False)
 
 
@@ -270,7 +135,7 @@ def observed_group_codes(
     codes : ndarray of int64, shape (n_samples,)
         Group codes in ``[0, n_observed_groups)``.
     """
-    names, columns, _ = _read_sensitive_features(sensitive_features, n_samples, other)
+    names, columns, _ = read_sensitive_features(sensitive_features, n_samples, other)
     per_attribute = [_factorize(n, c) for n, c in zip(names, columns, strict=True)]
     if len(per_attribute) == 1:
         return per_attribute[0]
@@ -285,14 +150,14 @@ def _lookup(name: str, column: np.ndarray, categories: np.ndarray, domain: str) 
     try:
         codes = pd.Index(categories, dtype=object).get_indexer(column)
     except TypeError as exc:
-        raise _unhashable_error(name, exc) from exc
+        raise unhashable_error(name, exc) from exc
     unknown = codes < 0
     if unknown.any():
-        bad = sorted_categories(_unique(name, column[unknown]))
-        shown = ", ".join(repr(v) for v in bad[:_MAX_LISTED])
-        more = f" (and {len(bad) - _MAX_LISTED} more)" if len(bad) > _MAX_LISTED else ""
+        bad = sorted_categories(unique_values(name, column[unknown]))
+        shown = ", ".join(repr(v) for v in bad[:MAX_LISTED])
+        more = f" (and {len(bad) - MAX_LISTED} more)" if len(bad) > MAX_LISTED else ""
         raise ValueError(
-            f"{_ARG} contains value(s) {shown}{more} in attribute {name!r} that are not "
+            f"{ARG} contains value(s) {shown}{more} in attribute {name!r} that are not "
             f"in {domain} {list(categories)!r}."
         )
     return codes.astype(np.int64, copy=False)
@@ -380,7 +245,7 @@ class GroupEncoder(BaseEstimator):
             if missing or extra:
                 raise ValueError(
                     f"sensitive_values declares attributes {list(declared)} but "
-                    f"{_ARG} has attributes {names}."
+                    f"{ARG} has attributes {names}."
                 )
             domains = [list(declared[n]) for n in names]
         elif isinstance(declared, (str, bytes)) or not isinstance(declared, Iterable):
@@ -390,7 +255,7 @@ class GroupEncoder(BaseEstimator):
             )
         else:
             declared = list(declared)
-            nested = [not _is_scalar(v) for v in declared]
+            nested = [not is_scalar(v) for v in declared]
             if k == 1 and not any(nested):
                 domains = [declared]
             elif all(nested) and len(declared) == k:
@@ -406,8 +271,8 @@ class GroupEncoder(BaseEstimator):
             column[:] = values
             if len(values) == 0:
                 raise ValueError(f"sensitive_values declares no values for attribute {name!r}.")
-            _check_column(name, column)
-            if len(_unique(name, column)) != len(values):
+            check_column(name, column)
+            if len(unique_values(name, column)) != len(values):
                 raise ValueError(
                     f"sensitive_values declares duplicate values for attribute {name!r}: "
                     f"{values!r}."
@@ -450,11 +315,11 @@ class GroupEncoder(BaseEstimator):
         return self._fit_transform(sensitive_features, n_samples)
 
     def _fit_transform(self, sensitive_features: Any, n_samples: int | None) -> np.ndarray:
-        names, columns, explicit = _read_sensitive_features(sensitive_features, n_samples)
+        names, columns, explicit = read_sensitive_features(sensitive_features, n_samples)
         domains = self._declared_domains(names)
         categories = []
         for j, column in enumerate(columns):
-            values = domains[j] if domains is not None else _unique(names[j], column)
+            values = domains[j] if domains is not None else unique_values(names[j], column)
             array = np.empty(len(values), dtype=object)
             array[:] = sorted_categories(values)
             categories.append(array)
@@ -464,7 +329,7 @@ class GroupEncoder(BaseEstimator):
                 f"{n}={_format_value(c[0])}" for n, c in zip(names, categories, strict=True)
             )
             raise ValueError(
-                f"{_ARG} defines a single group ({only}); fairness needs at least 2 "
+                f"{ARG} defines a single group ({only}); fairness needs at least 2 "
                 "groups. Check that the right column was passed."
             )
         self.names_ = names
@@ -496,11 +361,11 @@ class GroupEncoder(BaseEstimator):
         empty = np.flatnonzero(np.bincount(codes, minlength=self.n_groups_) == 0)
         if empty.size == 0:
             return
-        shown = "; ".join(self.format_group(g) for g in empty[:_MAX_LISTED])
-        more = f"; and {empty.size - _MAX_LISTED} more" if empty.size > _MAX_LISTED else ""
+        shown = "; ".join(self.format_group(g) for g in empty[:MAX_LISTED])
+        more = f"; and {empty.size - MAX_LISTED} more" if empty.size > MAX_LISTED else ""
         kind = "joint group(s)" if len(self.names_) > 1 else "group(s)"
         raise ValueError(
-            f"{_ARG} has no rows for {empty.size} of the {self.n_groups_} {kind}: "
+            f"{ARG} has no rows for {empty.size} of the {self.n_groups_} {kind}: "
             f"{shown}{more}. Every group needs at least one row: declare fewer values "
             "in sensitive_values, merge rare categories, or use fewer attributes."
         )
@@ -534,16 +399,16 @@ class GroupEncoder(BaseEstimator):
             Group codes in ``[0, n_groups_)``.
         """
         check_is_fitted(self, "n_groups_")
-        names, columns, explicit = _read_sensitive_features(sensitive_features, n_samples)
+        names, columns, explicit = read_sensitive_features(sensitive_features, n_samples)
         if len(columns) != len(self.names_):
             raise ValueError(
-                f"{_ARG} has {len(columns)} attribute(s) {names} but the encoder was fitted "
+                f"{ARG} has {len(columns)} attribute(s) {names} but the encoder was fitted "
                 f"with {len(self.names_)}: {self.names_}."
             )
         if len(columns) > 1 and explicit and self._explicit_names and names != self.names_:
             if set(names) != set(self.names_):
                 raise ValueError(
-                    f"{_ARG} has attributes {names} but the encoder was fitted with {self.names_}."
+                    f"{ARG} has attributes {names} but the encoder was fitted with {self.names_}."
                 )
             columns = [columns[names.index(n)] for n in self.names_]
         return self._encode(list(self.names_), columns, "the fitted categories")

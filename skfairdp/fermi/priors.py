@@ -26,7 +26,8 @@ import torch
 from dp_accounting import DpEvent, NoOpDpEvent
 
 from .._fit.budget import reserved_noise_multiplier
-from ..fairness.groups import _MAX_LISTED, _format_label
+from ..fairness.groups import _format_label
+from ..fairness.inputs import MAX_LISTED
 from ..privacy import gaussian_release_event, noisy_histogram
 from .problem import GROUP_PRIOR_BUDGET_SHARE
 
@@ -301,9 +302,9 @@ def check_min_group_fraction(
     low = np.flatnonzero(fractions < rho)
     if low.size:
         shown = "; ".join(
-            f"{_format_label(labels[g])} (fraction {fractions[g]:.4g})" for g in low[:_MAX_LISTED]
+            f"{_format_label(labels[g])} (fraction {fractions[g]:.4g})" for g in low[:MAX_LISTED]
         )
-        more = f"; and {low.size - _MAX_LISTED} more" if low.size > _MAX_LISTED else ""
+        more = f"; and {low.size - MAX_LISTED} more" if low.size > MAX_LISTED else ""
         raise ValueError(
             f"{low.size} group(s) have an estimated fraction below the minimum group "
             f"fraction rho={float(rho):g}: {shown}{more}. Merge or drop small groups, "
