@@ -4,6 +4,7 @@ estimator modules, explicit ``__init__``s. Issue 23's targets, checked on every 
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import io
 import tokenize
@@ -173,3 +174,19 @@ def test_code_lines_skips_docstrings_comments_and_blanks(tmp_path):
     path = tmp_path / "m.py"
     path.write_text('"""Doc."""\n\n# comment\ndef f():\n    """Doc\n    more."""\n    return 1\n')
     assert code_lines(path) == 2
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["skfairdp", "skfairdp.privacy", "skfairdp.metrics", "skfairdp.datasets",
+     "skfairdp.model_selection", "skfairdp.preprocessing", "skfairdp.fairness",
+     "skfairdp.federated", "skfairdp.oracle", "skfairdp.global_scaling"],
+)  # fmt: skip
+def test_public_import_paths_keep_working(module):
+    """Every name in a public module's ``__all__`` imports (``skfairdp.privacy.spent`` too)."""
+    imported = importlib.import_module(module)
+    for name in imported.__all__:
+        assert getattr(imported, name) is not None, f"{module}.{name}"
+    from skfairdp.privacy import spent
+
+    assert callable(spent)
