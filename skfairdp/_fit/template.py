@@ -56,7 +56,7 @@ class PrivateFitMixin:
       returning their planned event; ``_post_training_event(ctx)``: the planned event
       of releases after training (e.g. a noisy selection);
     - ``_per_row_tensors(ctx)``: what each batch holds besides ``X``;
-    - ``_store_fitted(problem, plan)``: fitted attributes (released values only);
+    - ``_store_fitted(problem, plan, ctx)``: fitted attributes (released values only);
     - the budget's hooks (:mod:`skfairdp._fit.budget`): ``_plan_for(z, ctx)``,
       ``_steps_event(plan, ctx, steps)``, ``_one_gaussian_per_step()``,
       ``_split_joint(joint)``, ``_check_budget(ctx)``, ``_paper_plan(ctx)``,
@@ -180,7 +180,7 @@ class PrivateFitMixin:
         self.module_.eval()
         self.n_steps_ = result.steps
         self.history_ = result.history
-        self._store_fitted(problem, plan)
+        self._store_fitted(problem, plan, ctx)
         # the recorded event; per-epoch epsilons from what was recorded by each epoch's end
         self.dp_event_ = ctx.recorder.build()
         *per_epoch, self.privacy_spent_ = epsilon_history(
@@ -362,7 +362,7 @@ class PrivateFitMixin:
         """Per-row tensors indexed with each batch (default: one int64 column pair (y, group))."""
         return (torch.as_tensor(np.stack([ctx.y, ctx.groups], axis=1)),)
 
-    def _store_fitted(self, problem, plan: NoisePlan) -> None:
+    def _store_fitted(self, problem, plan: NoisePlan, ctx: FitContext) -> None:
         """Fitted attributes from the trained problem (released values only)."""
 
     def _accountant_options(self) -> dict:

@@ -184,7 +184,7 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
             **ctx.mechanisms,
         )
 
-    def _store_fitted(self, problem, plan) -> None:
+    def _store_fitted(self, problem, plan, ctx) -> None:
         self.count_noise_multiplier_ = plan.statistics_multiplier
         k = self.group_encoder_.n_groups_
         self.group_clip_history_ = (

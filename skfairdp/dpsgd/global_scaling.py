@@ -325,7 +325,7 @@ class GlobalScalingDPClassifier(UngroupedFitMixin, NoisySGDClassifierBase):
             device=ctx.device,
         )
 
-    def _store_fitted(self, problem, plan) -> None:
+    def _store_fitted(self, problem, plan, ctx) -> None:
         def stacked(log):
             if not log:
                 return np.zeros(0)

@@ -379,7 +379,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         weights = np.stack([dual_weight * self.label_weights_[ctx.y], dual_weight], axis=1)
         return torch.as_tensor(packed), torch.as_tensor(weights, dtype=torch.float32)
 
-    def _store_fitted(self, problem, plan) -> None:
+    def _store_fitted(self, problem, plan, ctx) -> None:
         """The returned model (the tail average with ``iterate="average"``) and W."""
         if problem.average is not None:
             problem.average.load()

@@ -289,10 +289,9 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         problem.iterates = iterate_track(
             self.solution, self.module_, steps, self._tail_fraction, self._eta
         )
-        problem.context = ctx  # "best" evaluates its candidates on the training set
         return problem
 
-    def _store_fitted(self, problem, plan) -> None:
+    def _store_fitted(self, problem, plan, ctx) -> None:
         self.histogram_noise_multiplier_ = plan.statistics_multiplier
         self.lambda_ = problem.lam.cpu().numpy().astype(float)
         start = 0
@@ -306,8 +305,7 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         self.dual_steps_ = (
             None if problem.last_dual_steps is None else problem.last_dual_steps.cpu().numpy()
         )
-        store_solution(self, problem.iterates, problem.context)
-        del problem.context
+        store_solution(self, problem.iterates, ctx)  # "best" evaluates on the training set
 
     # -- the solution's predictions ---------------------------------------------
     def _is_mixture(self) -> bool:
