@@ -155,7 +155,7 @@ def _max_steps(est, z, scale, q, cap, delta):
     return calibration.max_steps_within(
         est.epsilon,
         delta,
-        lambda steps: est._planned_event(z, scale, q, steps),
+        lambda steps: est._calibrated_view_event(z, scale, q, steps),
         cap,
         **est._calibration_options(),
     )

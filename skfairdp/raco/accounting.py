@@ -77,10 +77,10 @@ class RacoAccounting:
             ]
         )
 
-    def _planned_event(
+    def _calibrated_view_event(
         self, gradient_multiplier: float, statistics_multiplier: float, q: float, steps: int
     ) -> dp_accounting.DpEvent:
-        """The event calibration plans with: sound, or the authors' (``calibration="paper"``)."""
+        """The steps' event in the view calibration uses: sound, or the authors' (``"paper"``)."""
         if self.calibration == "paper":
             return self._paper_event(gradient_multiplier, statistics_multiplier, q, steps)
         return self._event(gradient_multiplier, statistics_multiplier, q, steps)
@@ -102,12 +102,12 @@ class RacoAccounting:
         )
 
     def _steps_event(self, plan: NoisePlan, ctx: FitContext, steps: int) -> dp_accounting.DpEvent:
-        return self._planned_event(
+        return self._calibrated_view_event(
             plan.primal_multiplier, plan.statistics_multiplier, ctx.sampling_rate, steps
         )
 
     def _spent(self, gradient_multiplier, statistics_multiplier, q, steps, delta) -> float:
-        event = self._planned_event(gradient_multiplier, statistics_multiplier, q, steps)
+        event = self._calibrated_view_event(gradient_multiplier, statistics_multiplier, q, steps)
         return epsilon_spent(event, delta, **self._calibration_options()).epsilon
 
     def _one_gaussian_per_step(self) -> bool:
