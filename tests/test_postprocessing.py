@@ -322,3 +322,32 @@ def test_sklearn_parameter_checks():
     check_no_attributes_set_in_init(name, est)
     check_get_params_invariance(name, est)
     check_do_not_raise_errors_in_init_or_set_params(name, est)
+
+
+def test_package_exports_lazily():
+    import json
+    import subprocess
+    import sys
+
+    import skfairdp.postprocessing as package
+
+    assert set(package._EXPORTS) == set(package.__all__) <= set(dir(package))
+    code = (
+        "import json, sys\nimport skfairdp.postprocessing\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('torch', 'sklearn', 'fairlearn'))))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize("constraints", ["demographic_parity", "equalized_odds"])
+def test_overwhelming_noise_still_gives_a_valid_randomised_rule(constraints):
+    X, y, g = synthetic(n=30, n_groups=2, seed=6)
+    for seed in range(20):
+        est = post(constraints=constraints, epsilon=0.01, random_state=seed)
+        pmf = est.fit(X, y, sensitive_features=g)._pmf_predict(X, sensitive_features=g)
+        assert np.all(np.isfinite(pmf)) and np.all((pmf >= -1e-12) & (pmf <= 1 + 1e-12))
+    empty = optimize_thresholds(np.zeros((2, 2, 5)), constraints, "accuracy_score")
+    assert np.all(np.isfinite(empty.positive_probability(np.array([0, 1]), np.array([0, 4]))))

@@ -182,7 +182,8 @@ def optimize_thresholds(
     if constraints == "equalized_odds":
         curves = _group_curves(counts, "false_positive_rate", "true_positive_rate", grid)
         y_min = np.min([curve[0] for curve in curves], axis=0)
-        n_pos, n_neg = counts[:, 1].sum(), counts[:, 0].sum()
+        # floored: noisy totals clipped at 0 may vanish (then the objective is flat)
+        n_pos, n_neg = max(counts[:, 1].sum(), 1e-12), max(counts[:, 0].sum(), 1e-12)
         c = {"fp": n_neg * grid, "tn": n_neg * (1.0 - grid), "tp": n_pos * y_min,
              "fn": n_pos * (1.0 - y_min), "pos": n_pos, "neg": n_neg,
              "n": n_pos + n_neg}  # fmt: skip
@@ -196,7 +197,7 @@ def optimize_thresholds(
     else:
         curves = _group_curves(counts, CONSTRAINTS[constraints], objective, grid)
         sizes = counts.sum(axis=(1, 2))
-        weights = sizes / sizes.sum()
+        weights = sizes / sizes.sum() if sizes.sum() > 0 else np.full(n_groups, 1.0 / n_groups)
         overall = sum(w * curve[0] for w, curve in zip(weights, curves, strict=True))
         best = int(np.argmax(overall))
         p_ignore, constant = np.zeros(n_groups), 0.0
