@@ -7,11 +7,13 @@ import dp_accounting
 import numpy as np
 import pytest
 from fairlearn.postprocessing import ThresholdOptimizer
+from first_column import FirstColumnThresholdOptimizer
 from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import Pipeline
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skfairdp import DPSGDClassifier
 from skfairdp.postprocessing import DPThresholdOptimizer
@@ -225,9 +227,9 @@ def test_bad_input_names_the_argument(small_data):
         fitted.predict(X)
     with pytest.raises(ValueError, match="sensitive_features"):
         fitted.predict(X, sensitive_features=np.full(len(y), 7))  # a group unseen at fit
-    with pytest.raises(ValueError, match="y must hold binary labels"):
-        post().fit(X, y + 1, sensitive_features=s)
-    with pytest.raises(ValueError, match="y must hold binary labels"):
+    with pytest.raises(ValueError, match="y must have exactly two classes"):
+        post().fit(X, np.arange(len(y)) % 3, sensitive_features=s)
+    with pytest.raises(ValueError, match="y must have exactly two classes"):
         post().fit(X, np.zeros_like(y), sensitive_features=s)
     with pytest.raises(ValueError, match="epsilon"):
         post(epsilon=0.0).fit(X, y, sensitive_features=s)
@@ -304,6 +306,31 @@ def test_adult_private_post_processing_end_to_end(adult):
     exact_pred = exact.fit(Xtr, ytr, sensitive_features=str_).predict(Xte, sensitive_features=ste)
     assert abs((exact_pred != yte).mean() - (base_pred != yte).mean()) < 0.003
     assert _dp_violation(exact_pred, ste) < 0.012 and _dp_violation(base_pred, ste) < 0.012
+
+
+_RANK_GROUPS = dict.fromkeys(
+    [f"check_sample_weight_equivalence_on_{kind}_data" for kind in ("dense", "sparse")],
+    "FirstColumnThresholdOptimizer's groups are ranks of X's first column within the rows it "
+    "is given, so the repeated rows get other groups than the weighted ones",
+)
+
+
+@parametrize_with_checks(
+    [
+        FirstColumnThresholdOptimizer(
+            DPSGDClassifier(epsilon=np.inf, max_epochs=10, random_state=0), epsilon=np.inf,
+            random_state=0,
+        ),
+        FirstColumnThresholdOptimizer(
+            DPSGDClassifier(max_epochs=10, batch_size=1024, max_sample_weight=10), epsilon=8.0,
+            max_sample_weight=10, random_state=0,
+        ),
+    ],
+    expected_failed_checks=lambda est: {} if np.isfinite(est.epsilon) else _RANK_GROUPS,
+)  # fmt: skip
+def test_sklearn_compatible_estimator(estimator, check):
+    """sklearn's estimator checks, the groups from X's first column (tests/first_column.py)."""
+    check(estimator)
 
 
 def test_sklearn_parameter_checks():

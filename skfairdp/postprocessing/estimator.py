@@ -9,12 +9,13 @@ from numbers import Integral, Real
 import dp_accounting
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.utils import get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import _num_samples, check_is_fitted, column_or_1d
 
 from .._fit.parameters import COMMON_CONSTRAINTS, store_parameters
 from .._fit.randomized import draw_classes
-from .._fit.validation import check_sample_weight
+from .._fit.validation import check_sample_weight, check_y
 from ..fairness.groups import encode_sensitive_features
 from ..oracle import spawn_oracle
 from ..privacy import (
@@ -111,7 +112,9 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     ----------
     estimator_ : estimator
         The fitted base estimator.
-    classes_ : ndarray, ``[0, 1]``
+    classes_ : ndarray of shape (2,)
+        The two labels of ``y``, sorted; the second is the positive class, whose
+        probability is the base estimator's ``predict_proba[:, 1]``.
     group_encoder_ : GroupEncoder
         The groups seen at fit (fixed at fit; others are an error at predict).
     histogram_ : ndarray of shape (n_groups, 2, n_bins)
@@ -269,7 +272,8 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features)
             Whatever the base estimator takes.
         y : array-like of shape (n_samples,)
-            Binary labels 0/1 (or False/True).
+            Two classes; the second in sorted order is the positive one (the
+            base estimator is fitted on them encoded as 0/1).
         sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
             Group membership (fairlearn's formats); at least two groups.
         sample_weight : array-like of shape (n_samples,), optional
@@ -285,7 +289,7 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"{type(self).__name__}.fit needs sensitive_features (one group per row)"
             )
-        y = self._check_y(y)
+        y = self._check_y(X, y)
         n = y.shape[0]
         groups, self.group_encoder_ = encode_sensitive_features(sensitive_features, n)
         weights = check_sample_weight(
@@ -301,8 +305,10 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 self.estimator_, "dp_event_", dp_accounting.NonPrivateDpEvent()
             )
             recorder.record(estimator_event)
-        self.classes_ = np.array([0, 1])
         self.score_range_ = self._score_range()
+        for name in ("n_features_in_", "feature_names_in_"):
+            if hasattr(self.estimator_, name):
+                setattr(self, name, getattr(self.estimator_, name))
         bins = bin_scores(self._scores(X), self.score_range_, self.n_bins)
         counts = exact_histogram(groups, y, bins, n_groups=self.group_encoder_.n_groups_,
                                  n_bins=self.n_bins, sample_weight=weights)  # fmt: skip
@@ -327,15 +333,18 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )  # fmt: skip
         return self
 
-    def _check_y(self, y) -> np.ndarray:
-        y = column_or_1d(np.asarray(y), warn=True)
-        values = set(np.unique(y).tolist())
-        if not values <= {0, 1} or len(values) < 2:
+    def _check_y(self, X, y) -> np.ndarray:
+        """``y`` as 0/1 (1: the second of the two sorted classes); sets ``classes_``."""
+        y = check_y(self, y, _num_samples(X))
+        classes = np.unique(y)
+        if len(classes) != 2:
             raise ValueError(
-                "y must hold binary labels 0 and 1 (both present); got the values "
-                f"{sorted(values)[:5]}"
+                "Only binary classification is supported: y must have exactly two classes (the "
+                f"second in sorted order is the positive one); got {len(classes)} class(es): "
+                f"{classes[:5].tolist()}"
             )
-        return y.astype(np.int64)
+        self.classes_ = classes
+        return (y == classes[1]).astype(np.int64)
 
     def _base_estimator(self, X, y, sensitive_features, sample_weight, random):
         if self.prefit:
@@ -408,4 +417,9 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = True  # a randomised classifier
+        tags.classifier_tags.multi_class = False
+        if self.estimator is not None:  # X goes to the base estimator as it is
+            inner = get_tags(self.estimator)
+            tags.input_tags.sparse = inner.input_tags.sparse
+            tags.input_tags.allow_nan = inner.input_tags.allow_nan
         return tags
