@@ -251,6 +251,21 @@ def test_bad_input_names_the_argument(small_data):
         DPThresholdOptimizer().fit(X, y, sensitive_features=s)
 
 
+def test_string_labels_and_equal_opportunity_alias():
+    X, y, g = synthetic()
+    labels = np.array(["no", "yes"])[y]
+    numeric = post(constraints="true_positive_rate_parity").fit(X, y, sensitive_features=g)
+    named = post(constraints="equal_opportunity").fit(X, labels, sensitive_features=g)
+    np.testing.assert_array_equal(named.classes_, ["no", "yes"])
+    np.testing.assert_array_equal(named.histogram_, numeric.histogram_)
+    np.testing.assert_array_equal(
+        named._pmf_predict(X, sensitive_features=g), numeric._pmf_predict(X, sensitive_features=g)
+    )
+    pred = named.predict(X, sensitive_features=g)
+    assert set(pred) <= {"no", "yes"}
+    np.testing.assert_array_equal(pred == "yes", numeric.predict(X, sensitive_features=g) == 1)
+
+
 def test_decision_function_with_a_declared_range():
     X, y, g = synthetic()
     est = post(predict_method="decision_function", score_range=(0.0, 1.0), n_bins=10)

@@ -39,6 +39,7 @@ CONSTRAINTS = {
     "demographic_parity": "selection_rate",
     "selection_rate_parity": "selection_rate",
     "true_positive_rate_parity": "true_positive_rate",
+    "equal_opportunity": "true_positive_rate",  # skfairdp's name (DP-FERMI's fairness)
     "false_negative_rate_parity": "false_negative_rate",
     "false_positive_rate_parity": "false_positive_rate",
     "true_negative_rate_parity": "true_negative_rate",

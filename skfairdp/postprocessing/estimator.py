@@ -67,7 +67,8 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ``epsilon`` parameter and records ``dp_event_``).
     constraints : str, default="demographic_parity"
         fairlearn's names: ``"demographic_parity"`` (``"selection_rate_parity"``),
-        ``"equalized_odds"``, ``"true_positive_rate_parity"`` (equal opportunity),
+        ``"equalized_odds"``, ``"true_positive_rate_parity"`` (equal opportunity; also
+        ``"equal_opportunity"``, DP-FERMI's name),
         ``"false_negative_rate_parity"``, ``"false_positive_rate_parity"``,
         ``"true_negative_rate_parity"``.
     objective : str, default="accuracy_score"
