@@ -241,6 +241,9 @@ def test_bad_input_names_the_argument(small_data):
         DPThresholdOptimizer(LogisticRegression(), epsilon=1.0).fit(X, y, sensitive_features=s)
     with pytest.raises(ValueError, match="score_range"):
         post(predict_method="decision_function").fit(X, y, sensitive_features=s)
+    for bad in [(1.0, 0.0), (0.0, np.inf), (0.0, 0.5, 1.0), ("a", 1)]:
+        with pytest.raises(ValueError, match="score_range"):
+            post(score_range=bad).fit(X, y, sensitive_features=s)
     with pytest.raises(ValueError, match="equalized_odds"):
         post(constraints="equalized_odds", objective="selection_rate").fit(
             X, y, sensitive_features=s

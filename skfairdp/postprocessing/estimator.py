@@ -202,7 +202,10 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     "'decision_function': the bins must not be read from the private scores"
                 )
             return 0.0, 1.0
-        low, high = (float(v) for v in self.score_range)
+        try:
+            low, high = (float(v) for v in self.score_range)
+        except (TypeError, ValueError):
+            low = high = math.nan
         if not (math.isfinite(low) and math.isfinite(high) and low < high):
             raise ValueError(
                 f"score_range must be finite (low, high), low < high; got {self.score_range!r}"
