@@ -19,6 +19,7 @@ from skfairdp import DPSGDClassifier
 from skfairdp.postprocessing import DPThresholdOptimizer
 from skfairdp.postprocessing.curves import optimize_thresholds
 from skfairdp.postprocessing.histogram import bin_scores, exact_histogram
+from skfairdp.preprocessing import DPStandardScaler
 from skfairdp.privacy import epsilon_spent, spent
 from skfairdp.privacy.events import compose
 
@@ -291,6 +292,15 @@ def test_clone_params_pickle_and_pipeline_routing(small_data, routing):
         pipe.predict(X, sensitive_features=s), again.predict(X, sensitive_features=s)
     )
     assert spent(pipe) == fitted.privacy_spent_
+    # behind a private scaler: the groups still reach fit and predict; spent composes both
+    scaled = Pipeline(
+        [("scale", DPStandardScaler(bounds=(-4, 4), epsilon=0.5, random_state=0)),
+         ("post", clone(est))]
+    ).fit(X, y, sensitive_features=s)  # fmt: skip
+    assert scaled.predict(X, sensitive_features=s).shape == y.shape
+    events = [scaled[0].dp_event_, scaled[1].dp_event_]
+    assert spent(scaled) == epsilon_spent(compose(events), scaled[1].delta_)
+    assert spent(scaled).epsilon > scaled[1].privacy_spent_.epsilon
 
 
 # ------------------------------------------------------------------ end to end: Adult
