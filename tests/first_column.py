@@ -23,6 +23,7 @@ from skfairdp import (
     FederatedDPFermiClassifier,
     RaCODPClassifier,
 )
+from skfairdp.postprocessing import DPThresholdOptimizer
 
 
 def _first_column(X):
@@ -126,6 +127,30 @@ class FirstColumnFederated(FederatedDPFermiClassifier):
         if sensitive_features is None:
             sensitive_features = first_column_groups(X)
         return super().fit(X, y, sensitive_features=sensitive_features, silo_ids=silo_ids)
+
+
+class FirstColumnThresholdOptimizer(DPThresholdOptimizer):
+    """TEST-ONLY: :class:`DPThresholdOptimizer` with groups from X's first column.
+
+    Groups are needed at predict time too: there they are the ranks of the first
+    column of the rows given to ``predict`` (or alternating rows for invalid X).
+    Not in :data:`WRAPPERS` (its checks run in tests/test_postprocessing.py until it is
+    exported from ``skfairdp``).
+    """
+
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
+        if sensitive_features is None:
+            sensitive_features = first_column_groups_per_label(X, y)
+        if sensitive_features is None:
+            sensitive_features = np.arange(len(X)) % 2
+        return super().fit(X, y, sensitive_features=sensitive_features, sample_weight=sample_weight)
+
+    def _pmf_predict(self, X, *, sensitive_features=None):
+        if sensitive_features is None:
+            sensitive_features = first_column_groups(X)
+        if sensitive_features is None:
+            sensitive_features = np.arange(len(X)) % 2
+        return super()._pmf_predict(X, sensitive_features=sensitive_features)
 
 
 WRAPPERS = [

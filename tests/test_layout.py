@@ -14,6 +14,7 @@ import pytest
 
 import skfairdp
 from skfairdp.model_selection import PrivateSearchCV
+from skfairdp.postprocessing import DPThresholdOptimizer
 from skfairdp.preprocessing import DPOneHotEncoder, DPStandardScaler
 
 PACKAGE = Path(skfairdp.__file__).parent
@@ -22,6 +23,7 @@ PUBLIC_ESTIMATORS = [
     PrivateSearchCV,
     DPStandardScaler,
     DPOneHotEncoder,
+    DPThresholdOptimizer,
 ]
 #: The meta-estimators may be longer: they orchestrate other fits.
 LONGER = {"CGOOReduction": 450, "PrivateSearchCV": 450, "FederatedDPFermiClassifier": 450}
@@ -143,7 +145,8 @@ def test_privacy_and_fairness_know_no_estimator():
     """privacy/ and fairness/ import no estimator package and no fit template."""
     upper = ("skfairdp._fit", "skfairdp.fermi", "skfairdp.raco", "skfairdp.dpsgd",
              "skfairdp.baselines", "skfairdp.reductions", "skfairdp.federated",
-             "skfairdp.model_selection", "skfairdp.preprocessing", "skfairdp.engine")  # fmt: skip
+             "skfairdp.model_selection", "skfairdp.preprocessing", "skfairdp.engine",
+             "skfairdp.postprocessing")  # fmt: skip
     for module, targets in import_graph().items():
         if module.startswith(("skfairdp.privacy", "skfairdp.fairness")):
             wrong = sorted(t for t in targets if t.startswith(upper))
@@ -180,7 +183,8 @@ def test_code_lines_skips_docstrings_comments_and_blanks(tmp_path):
     "module",
     ["skfairdp", "skfairdp.privacy", "skfairdp.metrics", "skfairdp.datasets",
      "skfairdp.model_selection", "skfairdp.preprocessing", "skfairdp.fairness",
-     "skfairdp.federated", "skfairdp.oracle", "skfairdp.global_scaling"],
+     "skfairdp.federated", "skfairdp.oracle", "skfairdp.global_scaling",
+     "skfairdp.postprocessing"],
 )  # fmt: skip
 def test_public_import_paths_keep_working(module):
     """Every name in a public module's ``__all__`` imports (``skfairdp.privacy.spent`` too)."""

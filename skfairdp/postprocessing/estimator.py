@@ -1,0 +1,429 @@
+"""DPThresholdOptimizer: fairlearn's ThresholdOptimizer on one noisy histogram."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from numbers import Integral, Real
+
+import dp_accounting
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.utils import get_tags
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import _num_samples, check_is_fitted, column_or_1d
+
+from .._fit.parameters import COMMON_CONSTRAINTS, store_parameters
+from .._fit.randomized import draw_classes
+from .._fit.validation import check_sample_weight, check_y
+from ..fairness.groups import encode_sensitive_features
+from ..oracle import spawn_oracle
+from ..privacy import (
+    EventRecorder,
+    PrivacySpent,
+    RandomSource,
+    calibrate_noise_multiplier,
+    epsilon_spent,
+    gaussian_release_event,
+    resolve_delta,
+)
+from ..privacy.events import compose
+from ..privacy.planning import planned_fit_event
+from .curves import CONSTRAINTS, OBJECTIVES, optimize_thresholds
+from .histogram import bin_scores, exact_histogram, release_histogram
+
+__all__ = ["DPThresholdOptimizer"]
+
+
+class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+    """Group-specific randomised thresholds on a model's scores, chosen from one private histogram.
+
+    **Needs each person's group at prediction time**: ``predict`` applies the
+    threshold of the row's group, so ``sensitive_features`` must be known and
+    may be used at decision time. Where using the protected attribute in the
+    decision is not allowed (e.g. credit and lending in many jurisdictions,
+    employment), do not use this estimator: the in-processing estimators
+    (:class:`~skfairdp.DPFermiClassifier`, :class:`~skfairdp.RaCODPClassifier`,
+    :class:`~skfairdp.CGOOReduction`) train one model that predicts without the
+    group.
+
+    fairlearn's ``ThresholdOptimizer`` (Hardt, Price and Srebro, 2016) made
+    differentially private. The base estimator's scores (``predict_proba[:, 1]``
+    or ``decision_function``) are clipped to a public ``score_range`` and put in
+    ``n_bins`` public bins; the one release about the rows is a Gaussian-noised
+    histogram of (group, true label, score bin) counts (weighted by the public,
+    bounded ``sample_weight``). One row moves one cell by its weight: L2
+    sensitivity 1, or ``max_sample_weight`` with weights. The noise is calibrated
+    by the accountant for the budget left to the histogram. Every rate (selection
+    rate, TPR, FPR at each bin threshold) comes from the noisy counts (clipped at
+    0), and the thresholds are chosen from them exactly as fairlearn does (convex
+    hull, grid search, interpolation between two thresholds per group).
+
+    Parameters
+    ----------
+    estimator : estimator
+        The base classifier whose scores are thresholded. With ``prefit=False``
+        and a finite ``epsilon``, a private skfairdp estimator (it has an
+        ``epsilon`` parameter and records ``dp_event_``).
+    constraints : str, default="demographic_parity"
+        fairlearn's names: ``"demographic_parity"`` (``"selection_rate_parity"``),
+        ``"equalized_odds"``, ``"true_positive_rate_parity"`` (equal opportunity; also
+        ``"equal_opportunity"``, DP-FERMI's name),
+        ``"false_negative_rate_parity"``, ``"false_positive_rate_parity"``,
+        ``"true_negative_rate_parity"``.
+    objective : str, default="accuracy_score"
+        ``"accuracy_score"`` or ``"balanced_accuracy_score"`` (any constraint);
+        ``"selection_rate"``, ``"true_positive_rate"``, ``"true_negative_rate"``
+        (not with equalized odds).
+    grid_size : int, default=1000
+        fairlearn's grid of constraint values in ``[0, 1]``.
+    prefit : bool, default=False
+        True: ``estimator`` is already fitted; the whole budget goes to the
+        histogram and ``dp_event_`` is the histogram's only. The estimator's own
+        cost is not included: compose both with
+        ``skfairdp.privacy.spent([estimator, post])``. False: a clone is fitted
+        inside the one budget (``estimator_share`` of ``epsilon``), and
+        ``dp_event_`` composes its recorded event with the histogram's.
+    predict_method : {"predict_proba", "decision_function"}, default="predict_proba"
+        Where the scores come from.
+    score_range : "auto" or (float, float), default="auto"
+        Public range of the scores; ``"auto"``: ``(0, 1)`` for ``predict_proba``
+        (required for ``decision_function``). Scores outside are clipped, not an
+        error: declare a range that holds most scores.
+    n_bins : int, default=50
+        Public equal-width bins of ``score_range``: the candidate thresholds.
+    epsilon : float, default=1.0
+        Total budget of this fit (``np.inf``: exact counts, fairlearn's result
+        up to the binning).
+    delta : float or "auto", default="auto"
+        Target delta (``"auto"``: ``0.1 / n`` rounded down).
+    estimator_share : float in (0, 1), default=0.8
+        With ``prefit=False``: the clone is fitted at ``epsilon * estimator_share``
+        (same delta); the histogram's noise is then calibrated so that the
+        composition of the clone's recorded event and the histogram spends at
+        most ``epsilon``.
+    max_sample_weight : float, default=1.0
+        Bound on ``sample_weight``: the histogram's sensitivity with weights.
+    random_state : int, RandomState or None, default=None
+        Seeds the noise, the clone's fit and ``predict``'s draws.
+    secure_mode : bool, default=False
+        Draw the histogram's noise (and the clone's) from the OS CSPRNG.
+
+    Attributes
+    ----------
+    estimator_ : estimator
+        The fitted base estimator.
+    classes_ : ndarray of shape (2,)
+        The two labels of ``y``, sorted; the second is the positive class, whose
+        probability is the base estimator's ``predict_proba[:, 1]``.
+    group_encoder_ : GroupEncoder
+        The groups seen at fit (fixed at fit; others are an error at predict).
+    histogram_ : ndarray of shape (n_groups, 2, n_bins)
+        The released noisy counts (before clipping at 0).
+    thresholds_ : ThresholdRule
+        Each group's two bin thresholds and their probabilities.
+    score_range_ : (float, float)
+    noise_multiplier_ : float
+        Noise std over the sensitivity (0 at ``epsilon=inf``).
+    sensitivity_ : float
+        1 without ``sample_weight``, ``max_sample_weight`` with it.
+    noise_std_ : float
+        ``noise_multiplier_ * sensitivity_``, the std of each cell's noise.
+    delta_ : float
+    dp_event_ : dp_accounting.DpEvent
+        What the fit released (``prefit=False``: the clone's event, then the histogram's).
+    privacy_spent_ : PrivacySpent
+        The accountant's ``(epsilon, delta)`` for ``dp_event_``.
+
+    Examples
+    --------
+    >>> from skfairdp import DPSGDClassifier
+    >>> from skfairdp.postprocessing import DPThresholdOptimizer
+    >>> post = DPThresholdOptimizer(DPSGDClassifier(), epsilon=1.0, random_state=0)
+    >>> post.fit(X, y, sensitive_features=s).predict(X, sensitive_features=s)  # doctest: +SKIP
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit"]), None],
+        "constraints": [StrOptions(set(CONSTRAINTS))],
+        "objective": [StrOptions(set(OBJECTIVES))],
+        "grid_size": [Interval(Integral, 1, None, closed="left")],
+        "prefit": ["boolean"],
+        "predict_method": [StrOptions({"predict_proba", "decision_function"})],
+        "score_range": [StrOptions({"auto"}), tuple, list],
+        "n_bins": [Interval(Integral, 1, None, closed="left")],
+        "estimator_share": [Interval(Real, 0, 1, closed="neither")],
+        **{k: COMMON_CONSTRAINTS[k] for k in
+           ("epsilon", "delta", "max_sample_weight", "random_state", "secure_mode")},
+    }  # fmt: skip
+    # routers (Pipeline, searches) pass the groups without set_*_request
+    __metadata_request__fit = {"sensitive_features": True, "sample_weight": True}
+    __metadata_request__predict = {"sensitive_features": True}
+
+    def __init__(
+        self,
+        estimator=None,
+        *,
+        constraints="demographic_parity",
+        objective="accuracy_score",
+        grid_size=1000,
+        prefit=False,
+        predict_method="predict_proba",
+        score_range="auto",
+        n_bins=50,
+        epsilon=1.0,
+        delta="auto",
+        estimator_share=0.8,
+        max_sample_weight=1.0,
+        random_state=None,
+        secure_mode=False,
+    ):
+        store_parameters(self, locals())
+
+    # ------------------------------------------------------------------ checks
+    def _private(self) -> bool:
+        return not math.isinf(self.epsilon)
+
+    def _check_params(self) -> None:
+        if self.estimator is None:
+            raise ValueError("estimator must be given: the classifier whose scores are thresholded")
+        if self.constraints == "equalized_odds" and self.objective not in OBJECTIVES[:2]:
+            raise ValueError(
+                f"objective={self.objective!r} is not supported with constraints='equalized_odds'"
+                f"; use one of {OBJECTIVES[:2]}"
+            )
+        self._score_range()
+
+    def _score_range(self) -> tuple[float, float]:
+        if isinstance(self.score_range, str):
+            if self.predict_method == "decision_function":
+                raise ValueError(
+                    "score_range must be declared (low, high) with predict_method="
+                    "'decision_function': the bins must not be read from the private scores"
+                )
+            return 0.0, 1.0
+        try:
+            low, high = (float(v) for v in self.score_range)
+        except (TypeError, ValueError):
+            low = high = math.nan
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise ValueError(
+                f"score_range must be finite (low, high), low < high; got {self.score_range!r}"
+            )
+        return low, high
+
+    def _accountant_options(self) -> dict:
+        # one Gaussian alone is priced exactly by PLD; composed with a fit, as the fits are
+        return {"accountant": "pld" if self.prefit else "auto", "privacy_unit": "record"}
+
+    def _inner(self, delta: float, random: RandomSource | None):
+        """The clone to fit inside the budget, at ``epsilon * estimator_share``."""
+        params = clone(self.estimator).get_params()
+        if self._private() and "epsilon" not in params:
+            raise ValueError(
+                f"prefit=False with a finite epsilon needs a private estimator (with an epsilon "
+                f"parameter); {type(self.estimator).__name__} would read the data without noise. "
+                "Use a skfairdp estimator, epsilon=np.inf, or prefit=True with spent([est, post])."
+            )
+        inner = clone(self.estimator) if random is None else spawn_oracle(self.estimator, random)
+        if "epsilon" in params:
+            inner.set_params(
+                epsilon=self.epsilon * self.estimator_share if self._private() else math.inf
+            )
+            if "delta" in params and self._private():
+                inner.set_params(delta=delta)
+        if getattr(inner, "privacy_unit", "record") != "record":
+            raise ValueError("the estimator's privacy_unit must be 'record', as the histogram's")
+        return inner
+
+    def _multiplier(self, estimator_event, delta: float) -> float:
+        """Smallest histogram multiplier: its composition with ``estimator_event`` meets epsilon."""
+
+        def event(z):
+            return compose([estimator_event, gaussian_release_event(z)])
+
+        return calibrate_noise_multiplier(self.epsilon, delta, event, **self._accountant_options())
+
+    def planned_event(self, n_samples: int) -> dp_accounting.DpEvent:
+        """The event ``fit`` on ``n_samples`` rows records (independent of the data's values).
+
+        Parameters
+        ----------
+        n_samples : int
+
+        Returns
+        -------
+        dp_accounting.DpEvent
+            ``GaussianDpEvent(z)`` (``prefit=True``), or the clone's planned event
+            composed with it; ``NonPrivateDpEvent`` at ``epsilon=inf``.
+        """
+        self._validate_params()
+        self._check_params()
+        if not self._private():
+            return dp_accounting.NonPrivateDpEvent()
+        delta = resolve_delta(self.delta, n_samples)
+        inner = dp_accounting.NoOpDpEvent()
+        if not self.prefit:
+            inner = planned_fit_event(self._inner(delta, None), n_samples)
+        return compose([inner, gaussian_release_event(self._multiplier(inner, delta))])
+
+    # --------------------------------------------------------------------- fit
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
+        """Fit (or take) the base estimator, release the histogram, choose the thresholds.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Whatever the base estimator takes.
+        y : array-like of shape (n_samples,)
+            Two classes; the second in sorted order is the positive one (the
+            base estimator is fitted on them encoded as 0/1).
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
+            Group membership (fairlearn's formats); at least two groups.
+        sample_weight : array-like of shape (n_samples,), optional
+            Public weights in ``[0, max_sample_weight]``.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        self._check_params()
+        if sensitive_features is None:
+            raise ValueError(
+                f"{type(self).__name__}.fit needs sensitive_features (one group per row)"
+            )
+        y = self._check_y(X, y)
+        n = y.shape[0]
+        groups, self.group_encoder_ = encode_sensitive_features(sensitive_features, n)
+        weights = check_sample_weight(
+            sample_weight, n, epsilon=self.epsilon, max_sample_weight=self.max_sample_weight
+        )
+        self.delta_ = resolve_delta(self.delta, n) if self._private() else 0.0
+        random = RandomSource(self.random_state, secure_mode=self.secure_mode)
+        recorder = EventRecorder()
+        self.estimator_ = self._base_estimator(X, y, sensitive_features, sample_weight, random)
+        estimator_event = dp_accounting.NoOpDpEvent()
+        if not self.prefit:
+            estimator_event = getattr(
+                self.estimator_, "dp_event_", dp_accounting.NonPrivateDpEvent()
+            )
+            recorder.record(estimator_event)
+        self.score_range_ = self._score_range()
+        for name in ("n_features_in_", "feature_names_in_"):
+            if hasattr(self.estimator_, name):
+                setattr(self, name, getattr(self.estimator_, name))
+        bins = bin_scores(self._scores(X), self.score_range_, self.n_bins)
+        counts = exact_histogram(groups, y, bins, n_groups=self.group_encoder_.n_groups_,
+                                 n_bins=self.n_bins, sample_weight=weights)  # fmt: skip
+        self.sensitivity_ = 1.0 if weights is None else float(self.max_sample_weight)
+        if self._private():
+            self.noise_multiplier_ = self._multiplier(estimator_event, self.delta_)
+            self.histogram_ = release_histogram(
+                counts, random, noise_multiplier=self.noise_multiplier_,
+                sensitivity=self.sensitivity_, recorder=recorder,
+            )  # fmt: skip
+        else:
+            self.noise_multiplier_, self.histogram_ = 0.0, counts
+            recorder.record(dp_accounting.NonPrivateDpEvent())
+        self.noise_std_ = self.noise_multiplier_ * self.sensitivity_
+        self.thresholds_ = optimize_thresholds(
+            np.maximum(self.histogram_, 0.0), self.constraints, self.objective, self.grid_size
+        )
+        self.dp_event_ = recorder.build()
+        self.privacy_spent_ = (
+            epsilon_spent(self.dp_event_, self.delta_, **self._accountant_options())
+            if self._private() else PrivacySpent(math.inf, 0.0)
+        )  # fmt: skip
+        return self
+
+    def _check_y(self, X, y) -> np.ndarray:
+        """``y`` as 0/1 (1: the second of the two sorted classes); sets ``classes_``."""
+        y = check_y(self, y, _num_samples(X))
+        classes = np.unique(y)
+        if len(classes) != 2:
+            raise ValueError(
+                "Only binary classification is supported: y must have exactly two classes (the "
+                f"second in sorted order is the positive one); got {len(classes)} class(es): "
+                f"{classes[:5].tolist()}"
+            )
+        self.classes_ = classes
+        return (y == classes[1]).astype(np.int64)
+
+    def _base_estimator(self, X, y, sensitive_features, sample_weight, random):
+        if self.prefit:
+            check_is_fitted(self.estimator)
+            return self.estimator
+        inner = self._inner(self.delta_, random)
+        kwargs = {}
+        accepted = inspect.signature(inner.fit).parameters
+        if "sensitive_features" in accepted:
+            kwargs["sensitive_features"] = sensitive_features
+        if sample_weight is not None:
+            kwargs["sample_weight"] = sample_weight
+        inner.fit(X, y, **kwargs)
+        if self._private() and getattr(inner, "dp_event_", None) is None:
+            raise ValueError(
+                f"the fitted {type(inner).__name__} records no dp_event_: its fit is not known "
+                "to be private"
+            )
+        return inner
+
+    def _scores(self, X) -> np.ndarray:
+        if self.predict_method == "predict_proba":
+            return np.asarray(self.estimator_.predict_proba(X))[:, 1]
+        return column_or_1d(np.asarray(self.estimator_.decision_function(X)))
+
+    # ----------------------------------------------------------------- predict
+    def _pmf_predict(self, X, *, sensitive_features) -> np.ndarray:
+        """Probability of each class (0, 1) for each row, as fairlearn's ``_pmf_predict``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        sensitive_features : array-like
+            The rows' groups, among those seen at fit.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+        """
+        check_is_fitted(self, "thresholds_")
+        if sensitive_features is None:
+            raise ValueError(
+                f"{type(self).__name__} needs sensitive_features at prediction time: each row "
+                "gets its group's threshold"
+            )
+        bins = bin_scores(self._scores(X), self.score_range_, self.n_bins)
+        groups = self.group_encoder_.transform(sensitive_features, n_samples=bins.shape[0])
+        positive = self.thresholds_.positive_probability(groups, bins)
+        return np.column_stack([1.0 - positive, positive])
+
+    def predict(self, X, *, sensitive_features=None, random_state=None) -> np.ndarray:
+        """Each row's decision, drawn from its group's randomised threshold.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        sensitive_features : array-like
+            The rows' groups (required), among those seen at fit.
+        random_state : int, RandomState or None, default=None
+            Seeds the draws; None uses the estimator's ``random_state``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        proba = self._pmf_predict(X, sensitive_features=sensitive_features)
+        seed = self.random_state if random_state is None else random_state
+        return draw_classes(proba, self.classes_, seed)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = True  # a randomised classifier
+        tags.classifier_tags.multi_class = False
+        if self.estimator is not None:  # X goes to the base estimator as it is
+            inner = get_tags(self.estimator)
+            tags.input_tags.sparse = inner.input_tags.sparse
+            tags.input_tags.allow_nan = inner.input_tags.allow_nan
+        return tags
