@@ -95,6 +95,9 @@ ABLATIONS = {
     "dpfermi-public": {"rho": 0.01, "group_priors": "true"},
     "dpfermi-clip": {"max_grad_norm": 10.0},
     "dpfermi-ascent": {"lr_dual": 0.01},
+    # analysis only: W's running mean at the rate 0.05 (memory ~20 steps, the rate without
+    # noise) instead of auto_dual_rate's 4/T at a small share (memory a quarter of the run)
+    "dpfermi-fastw": {"_dual_rate": 0.05},
 }
 ABLATION_LAMBDAS = (16.0, 64.0)
 KEY = ("table", "share", "method", "epsilon", "param", "seed")
@@ -166,8 +169,12 @@ def _split(data, seed: int):
 class _Traced(DPFermiClassifier):
     """DPFermiClassifier that keeps the ``ErmiProblem`` and row tensors of its fit."""
 
+    _dual_rate = None  # an ablation's override of W's running-mean rate
+
     def _make_problem(self, ctx, plan):
         problem = super()._make_problem(ctx, plan)
+        if self._dual_rate is not None and problem.best_response:
+            problem.dual_rate = self.lr_dual_ = float(self._dual_rate)
         self._probe = (problem, self._per_row_tensors(ctx), ctx.groups.copy())
         return problem
 
@@ -268,7 +275,10 @@ def _model(method, eps, param, seed, callbacks, s_tr=None, minority=None):
         if extra.get("group_priors") == "true":
             labels = sorted(np.unique(s_tr).tolist())
             extra["group_priors"] = {g: float(np.mean(s_tr == g)) for g in labels}
-        return _Traced(fairness_weight=param, **common, **extra)
+        dual_rate = extra.pop("_dual_rate", None)
+        model = _Traced(fairness_weight=param, **common, **extra)
+        model._dual_rate = dual_rate
+        return model
     return _TracedRaco("demographic_parity", param, **common)
 
 
@@ -435,6 +445,35 @@ def _table(df, columns, digits=3):
     return out
 
 
+def _swings(ep):
+    """Per DP-FERMI fit at epsilon = 1: how far the iterate's group rates swing."""
+    import pandas as pd
+
+    ep = ep[ep.method.str.startswith("dpfermi") & (ep.param > 0)]
+    rows = []
+    for key, g in ep.groupby(list(KEY)):
+        half = g.epoch.max() / 2.0
+        low = g[["pos_rate_min", "pos_rate_maj"]].min(axis=1)
+        gap = (g.pos_rate_maj - g.pos_rate_min).abs()
+        first, second = g.epoch <= half, g.epoch > half
+        rows.append(
+            dict(
+                zip(KEY, key),
+                low_first=low[first].min(),
+                low_second=low[second].min(),
+                gap_sd_second=gap[second].std(),
+                shrunk=float((g.coef_gap_min.abs() < 1e-9).mean()),
+                clip_min=g.clip_frac_min.mean(),
+                clip_maj=g.clip_frac_maj.mean(),
+            )
+        )
+    if not rows:
+        return pd.DataFrame()
+    df = pd.DataFrame(rows)
+    cols = ["low_first", "low_second", "gap_sd_second", "shrunk", "clip_min", "clip_maj"]
+    return _table(df, cols)
+
+
 def report() -> None:
     import pandas as pd
 
@@ -446,8 +485,17 @@ def report() -> None:
         "",
         "Written by `python experiments/minority_share.py report` from "
         "`results/minority_share.csv` (per-epoch trajectories: `minority_share_epochs.csv`). "
-        "Adult by sex, the female group subsampled to each share (all male rows kept, a fixed "
-        "draw); 75/25 splits stratified by group; hard predictions; mean ± sd over seeds "
+        "`adult-sex`: Adult by sex, the female group subsampled to each share (all male rows "
+        "kept, a fixed draw; 0.33 is the whole table). `adult-race`: Adult by race, non-White "
+        "subsampled to 5 %, White subsampled for 20 %. `adult-sex-22k`: 22,101 rows at a 5.6 % "
+        "female share (the size and share of the held-out table of the issue). Methods: "
+        "`dpfermi` (defaults, lambda = `param`), its ablations `dpfermi-rho` (rho = 0.01), "
+        "`dpfermi-public` (true training share as public `group_priors`, rho = 0.01), "
+        "`dpfermi-clip` (`max_grad_norm=10`), `dpfermi-ascent` (`lr_dual=0.01`, the paper's "
+        "ascent), `dpfermi-fastw` (W's running-mean rate forced to 0.05, analysis only); "
+        "`raco` (gamma = `param`) and `raco-inf` (its epsilon = inf reference); "
+        "`expgrad` (fairlearn, non-private, bound 0.02); `majority`. "
+        "75/25 splits stratified by group; hard predictions; mean ± sd over seeds "
         f"{', '.join(map(str, seeds))} (column `seeds`: how many behind a row). epsilon = 1 "
         "unless inf; delta = 1e-5. The diagnostics (`pos_rate`, `coef_gap`, `*_norm`, "
         "`clip_frac`, `pen_kept`, `force`) read the raw training rows at the trained model: "
@@ -508,12 +556,27 @@ def report() -> None:
     lines += [_table(fermi, scale_cols, 3).to_markdown(index=False), ""]
     if EPOCHS_CSV.exists():
         ep = pd.read_csv(EPOCHS_CSV)
+        swings = _swings(ep)
+        if not swings.empty:
+            lines += [
+                "## Swings over training (DP-FERMI and its ablations)",
+                "",
+                "Per fit, from the per-epoch probes of the current iterate (mean ± sd over "
+                "seeds): `low_first` / `low_second`: the lowest hard positive rate of either "
+                "group over the first / second half of the epochs (the tail average is over "
+                "the second half); `gap_sd_second`: the sd of the training DP gap over the "
+                "second half; `shrunk`: share of epochs at which W was shrunk to independence "
+                "(no push on any row); `clip_min` / `clip_maj`: mean clip fraction over epochs.",
+                "",
+                swings.to_markdown(index=False),
+                "",
+            ]
         ep = ep[(ep.method == "dpfermi") & (ep.epsilon == 1.0)]
         if not ep.empty:
             last = int(ep.epoch.max())
             picks = sorted({1, 2, 5, 10, 20, last} & set(ep.epoch.unique()))
             ep = ep[ep.epoch.isin(picks)]
-            piv = ep.groupby(["share", "param", "epoch"])[
+            piv = ep.groupby(["table", "share", "param", "epoch"])[
                 ["pos_rate_min", "pos_rate_maj", "coef_gap_min", "clip_frac_min", "clip_frac_maj"]
             ].mean()
             lines += [
