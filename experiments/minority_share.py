@@ -261,7 +261,8 @@ class _EpochProbe:
     def on_epoch_end(self, net, **_):
         row = dict(zip(KEY, self.key))
         row["epoch"] = len(self.rows) + 1
-        row.update(probe(net, self.X, self.minority))
+        # 4 decimals: the trajectories file stays small
+        row.update({k: round(v, 4) for k, v in probe(net, self.X, self.minority).items()})
         self.rows.append(row)
 
 
