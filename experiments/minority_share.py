@@ -83,7 +83,9 @@ TABLE_ROWS = {"adult-sex-22k": 22_101}
 FERMI_LAMBDAS = {1.0: (0.0, 4.0, 16.0, 64.0), math.inf: (4.0, 64.0)}
 RACO_GAMMAS = (0.02, 0.05)
 EXPGRAD_BOUND = 0.02
-METHODS = ("majority", "dpfermi", "raco", "expgrad")
+#: DPThresholdOptimizer's score bins: its default (50) and a coarser histogram
+DPTO_BINS = (50.0, 20.0)
+METHODS = ("majority", "dpfermi", "raco", "expgrad", "dpto")
 #: Ablations, each removing one suspected cause (epsilon = 1, lambda in ABLATION_LAMBDAS):
 #: ``rho``: rho = 0.01 (no clamp of a 2 % prior); ``public``: the true training share as
 #: public group_priors (no prior noise) with rho = 0.01; ``clip``: max_grad_norm = 10 (the
@@ -303,6 +305,9 @@ def _plan(tables, shares, methods, seeds):
                             yield table, share, method, 1.0, lam, seed
                     elif method == "expgrad":
                         yield table, share, method, math.inf, EXPGRAD_BOUND, seed
+                    elif method == "dpto":  # DP-SGD + DPThresholdOptimizer; param: n_bins
+                        for n_bins in DPTO_BINS:
+                            yield table, share, method, 1.0, n_bins, seed
                     else:
                         yield table, share, method, math.inf, 0.0, seed
 
@@ -325,6 +330,22 @@ def _fit_one(method, eps, param, seed, split, minority, key):
             warnings.simplefilter("ignore")
             model.fit(Xtr, ytr, s_tr)
         pred_tr, pred_te = model.predict(Xtr, s_tr), model.predict(Xte, s_te)
+    elif method == "dpto":
+        from skfairdp import DPSGDClassifier
+        from skfairdp.postprocessing import DPThresholdOptimizer
+
+        model = DPThresholdOptimizer(
+            DPSGDClassifier(),
+            constraints="demographic_parity",
+            epsilon=eps,
+            n_bins=int(param),
+            random_state=seed,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(Xtr, ytr, sensitive_features=s_tr)
+        pred_tr = model.predict(Xtr, sensitive_features=s_tr)
+        pred_te = model.predict(Xte, sensitive_features=s_te)
     else:
         cb = _EpochProbe(Xtr, minority, key)
         model = _model(method, eps, param, seed, [cb], s_tr, minority)
@@ -347,7 +368,7 @@ def _fit_one(method, eps, param, seed, split, minority, key):
         majority_error=float(np.mean(yte != np.bincount(ytr).argmax())),
         degenerate=degenerate, fit_seconds=seconds,
     )  # fmt: skip
-    if model is not None and method != "expgrad":
+    if model is not None and method not in ("expgrad", "dpto"):
         row.update(_causes(model, method, eps, Xtr, minority, n_min, len(ytr)))
     return row, epochs
 

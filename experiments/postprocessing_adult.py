@@ -15,7 +15,7 @@ of the TPR and FPR differences for ``equalized_odds``. Arms, every base model a
 ``unmitigated``   the base model alone at epsilon=1.
 ``fairlearn``     fairlearn's ``ThresholdOptimizer`` on the base model at epsilon=inf
                   (non-private: the reference).
-``dp_inf``        ``DPThresholdOptimizer(epsilon=inf)`` (exact counts, 50 bins).
+``dp_inf``        ``DPThresholdOptimizer(epsilon=inf)`` (exact counts, the default bins).
 ``dp_1``          ``DPThresholdOptimizer(epsilon=1)``: the base model fitted inside the
                   budget at 0.8, the histogram calibrated to the rest.
 ``dp_prefit_1``   a base model fitted at epsilon=0.8, then ``prefit=True`` at epsilon=0.5;
