@@ -47,6 +47,19 @@ _PREFIXES = ("module__", "optimizer__")
 _PREDICT_CHUNK = 65536
 
 
+def row_chunks(X, device: torch.device):
+    """``(rows, tensor)`` per chunk of ``X``'s rows, densified and on ``device``.
+
+    Prediction walks ``X`` in chunks so that a large (or sparse, densified) ``X``
+    never sits whole on the device.
+    """
+    if not isinstance(X, np.ndarray):
+        X = X.tocsr()  # row slices
+    for start in range(0, X.shape[0], _PREDICT_CHUNK):
+        rows = slice(start, start + _PREDICT_CHUNK)
+        yield rows, torch.from_numpy(densify(X[rows])).to(device)
+
+
 class PrivateEstimatorBase(PrivateFitMixin, BaseEstimator):
     """Base class: parameters, the one private fit, the model's outputs.
 
@@ -133,15 +146,12 @@ class PrivateEstimatorBase(PrivateFitMixin, BaseEstimator):
         """The module's outputs on ``X`` (float64, shape (n_samples, n_outputs)), in chunks."""
         check_is_fitted(self, "module_")
         X = check_X(self, X, reset=False)  # sparse stays sparse: densified chunk by chunk
-        if not isinstance(X, np.ndarray):
-            X = X.tocsr()  # row slices
         device = next(self.module_.parameters()).device
         self.module_.eval()
         chunks = []
         with torch.no_grad():
-            for start in range(0, X.shape[0], _PREDICT_CHUNK):
-                xb = torch.from_numpy(densify(X[start : start + _PREDICT_CHUNK]))
-                chunks.append(self.module_(xb.to(device)).double().cpu().numpy())
+            for _, xb in row_chunks(X, device):
+                chunks.append(self.module_(xb).double().cpu().numpy())
         if not chunks:
             return np.empty((0, self._n_outputs()))
         return np.concatenate(chunks)

@@ -21,12 +21,11 @@ import math
 from collections.abc import Iterator
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 
+from .._fit.base import row_chunks
 from .._fit.budget import reserved_zcdp_noise_multiplier
 from .._fit.context import FitContext
-from .._fit.validation import densify
 from ..engine.iterates import IterateTrack, iterate_outputs, load_flat_parameters
 from ..fairness.rates import RateProgram
 from ..privacy import noisy_histogram
@@ -50,7 +49,6 @@ N_CANDIDATES = 7
 SELECTION_SHARE = 0.1
 SOLUTIONS = ("last", "average", "mixture", "best")
 # Rows per forward pass of the iterates.
-_CHUNK_ROWS = 65536
 
 
 def iterate_track(
@@ -186,9 +184,5 @@ def _iterate_predictions(
     module: torch.nn.Module, iterates: np.ndarray, X, device: torch.device
 ) -> Iterator[tuple[slice, torch.Tensor]]:
     """Per chunk of rows of ``X``: its rows and each iterate's predicted classes ``(K, chunk)``."""
-    if sp.issparse(X):
-        X = X.tocsr()  # row slices
-    for start in range(0, X.shape[0], _CHUNK_ROWS):
-        rows = slice(start, start + _CHUNK_ROWS)
-        xb = torch.from_numpy(densify(X[rows])).to(device)
+    for rows, xb in row_chunks(X, device):
         yield rows, iterate_outputs(module, iterates, xb).argmax(dim=2)
