@@ -2,6 +2,7 @@
 
 import copy
 import math
+import warnings
 
 import dp_accounting
 import numpy as np
@@ -16,8 +17,9 @@ from torch.nn import functional as F
 import skfairdp._fit.template
 import skfairdp.fermi.problem as fermi
 from skfairdp._fit import schedules
+from skfairdp._fit.budget import reserved_noise_multiplier
 from skfairdp.fermi import DPFermiClassifier, ermi
-from skfairdp.fermi.problem import ErmiProblem
+from skfairdp.fermi.problem import GROUP_PRIOR_BUDGET_SHARE, ErmiProblem
 from skfairdp.metrics import demographic_parity_violation
 from skfairdp.privacy import epsilon_spent, resolve_delta
 
@@ -210,7 +212,7 @@ def test_w_stays_in_the_ball_after_every_step(monkeypatch, biased_data, fairness
     assert est.W_.shape == ((2 if fairness == "equalized_odds" else 1), 2, 2)
     # default radius: 1.1 sqrt(l / rho) contains every maximiser
     default = _fit(X, y, s, epsilon=np.inf, max_epochs=1)
-    assert np.linalg.norm(default.W_[0]) <= 1.1 * math.sqrt(2 / default.rho)
+    assert np.linalg.norm(default.W_[0]) <= 1.1 * math.sqrt(2 / default.rho_)
 
 
 def test_seeded_fits_reproduce_and_secure_mode_does_not(small_data):
@@ -258,28 +260,54 @@ def test_noisy_prior_below_rho_is_clamped_and_suggests_public_priors(small_data)
     assert est.privacy_spent_.epsilon <= 0.1 + 1e-9
 
 
+def _small_cell_data():
+    rng = np.random.default_rng(0)
+    n = 600
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    s = np.zeros(n, dtype=int)
+    s[np.flatnonzero(y == 0)[:10]] = 1  # 10 of ~300 negatives: 3% < 0.05
+    s[np.flatnonzero(y == 1)[:60]] = 1
+    return X, y, s
+
+
+def test_auto_rho_floors_at_the_noise_not_at_a_bound_under_auto_dual():
+    """rho="auto": no clamp of a small group W's best response does not need (lr_dual="auto").
+
+    With exact counts the floor is one row; with a noisy release, two noise sds; with
+    W's projected ascent (lr_dual a float) the bound 0.05 that its clip needs.
+    """
+    X, y, s = _small_cell_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the 3 % cell is not clamped: no warning
+        exact = _fit(X, y, s, fairness="equalized_odds", epsilon=math.inf)
+    assert exact.rho_ == pytest.approx(1 / 600)
+    assert exact.group_priors_[0, 1] < 0.05
+    noisy = _fit(X, y, s, fairness="demographic_parity", epsilon=50.0)
+    z = reserved_noise_multiplier(GROUP_PRIOR_BUDGET_SHARE, 50.0, resolve_delta("auto", 600))
+    assert noisy.rho_ == pytest.approx(min(0.05, 2 * z / 600))
+    with pytest.warns(UserWarning, match="clamped at rho=0.05"):
+        ascent = _fit(X, y, s, fairness="equalized_odds", epsilon=math.inf, lr_dual=0.1)
+    assert ascent.rho_ == 0.05
+    assert _fit(X, y, s, epsilon=math.inf, rho=0.2, fairness_weight=1.0).rho_ == 0.2
+
+
 def test_exact_prior_below_rho_is_clamped_at_epsilon_inf():
     """Counted (not declared) fractions below rho: clamp and warn at epsilon=inf too.
 
     Bank Marketing's "<25 or >=60 | y=0" cell is 4.3% of its class; the fit must not
     refuse data whose group is merely small when the user declared nothing.
     """
-    rng = np.random.default_rng(0)
-    n = 600
-    X = rng.normal(size=(n, 3)).astype(np.float32)
-    y = (X[:, 0] > 0).astype(int)
-    s = np.zeros(n, dtype=int)
-    s[np.flatnonzero(y == 0)[:10]] = 1  # 10 of ~300 negatives: 3% < rho
-    s[np.flatnonzero(y == 1)[:60]] = 1
+    X, y, s = _small_cell_data()
     counted = r"counted on the n=600 training rows.*clamped at rho"
     with pytest.warns(UserWarning, match=counted) as w:
-        est = _fit(X, y, s, fairness="equalized_odds", epsilon=math.inf)
+        est = _fit(X, y, s, fairness="equalized_odds", epsilon=math.inf, rho=0.05)
     assert any(r.filename == __file__ for r in w if "clamped" in str(r.message))  # user's line
     assert est.group_priors_[0, 1] < est.rho  # reported as counted, used clamped
-    assert np.linalg.norm(est.W_[0]) <= 1.1 * math.sqrt(2 / est.rho) + 1e-6
+    assert np.linalg.norm(est.W_[0]) <= 1.1 * math.sqrt(2 / est.rho_) + 1e-6
     declared = {0: [0.97, 0.03], 1: [0.8, 0.2]}
     with pytest.raises(ValueError, match="below the minimum group fraction rho"):
-        _fit(X, y, s, fairness="equalized_odds", epsilon=math.inf, group_priors=declared)
+        _fit(X, y, s, fairness="equalized_odds", epsilon=math.inf, group_priors=declared, rho=0.05)
 
 
 def test_fairness_weight_zero_needs_no_groups(small_data):
@@ -374,7 +402,7 @@ def test_below_rho_message_names_group_and_class(small_data):
     labels = np.array(["no", "yes"])[y]
     priors = {"no": [0.5, 0.5], "yes": [0.99, 0.01]}
     with pytest.raises(ValueError, match=r"rho=0.05: 1 \| y='yes' \(fraction 0.01\)"):
-        _fit(X, labels, s, fairness="equalized_odds", group_priors=priors)
+        _fit(X, labels, s, fairness="equalized_odds", group_priors=priors, rho=0.05)
 
 
 def test_paper_calibration_warns_and_reports_accountant_epsilon(small_data):
@@ -538,7 +566,7 @@ def _errors(X, y, s):
             "sensitive_features has no rows for",
         ),
         "below-rho": (
-            dict(group_priors=[0.97, 0.03]),
+            dict(group_priors=[0.97, 0.03], rho=0.05),
             (X, y, s),
             "below the minimum group fraction rho",
         ),
@@ -967,7 +995,7 @@ def test_best_response_steps_get_rows_plus_accounted_noise(monkeypatch, biased_d
         assert float(rows.norm(dim=1).max()) <= 1.0 + 1e-6  # the clip never binds
         torch.testing.assert_close(gradient, (rows.sum(0) + noise) / 50.0)
     assert np.isfinite(est.W_).all()
-    assert np.linalg.norm(est.W_[0]) <= 1.1 * math.sqrt(2 / est.rho) + 1e-6
+    assert np.linalg.norm(est.W_[0]) <= 1.1 * math.sqrt(2 / est.rho_) + 1e-6
 
 
 def test_penalty_that_noise_hides_does_no_harm_on_small_data():

@@ -86,14 +86,20 @@ class DPFermiClassifier(PrivateClassifierBase):
         Bound on the dual variable: the radius of the Frobenius ball that W
         (each block) is projected on; ``"auto"`` is
         ``1.1 * sqrt(l) * max_r p_S(r)^(-1/2)`` with the (released or public,
-        rho-clamped) priors, which contains the maximiser for every theta and
-        is at most ``1.1 * sqrt(l / rho)``.
-    rho : float, default=0.05
-        Public lower bound on every group's frequency (within each label for
-        equalized odds). Group priors are clamped at ``rho`` (so the sensitivity
-        bounds hold on every dataset). A prior estimated from the data (noisy, or
-        counted at ``epsilon=inf``) below it is clamped with a ``UserWarning``;
-        public ``group_priors`` below it are an error.
+        floored) priors, which contains the maximiser for every theta and
+        is at most ``1.1 * sqrt(l / rho_)``.
+    rho : "auto" or float, default="auto"
+        Floor of every group's frequency (within each label for equalized odds):
+        group priors are clamped at it. A float is a public lower bound: with
+        ``lr_dual`` a float (or ``calibration="paper"``) it bounds W's clip and
+        ball, and ``"auto"`` is 0.05 there. Under ``lr_dual="auto"`` W's release
+        does not depend on it, and ``"auto"`` floors a released prior at twice its
+        noise's standard deviation (one row when exact or public) instead of
+        clamping a small group up, which weakened the push on it (doc/dpfermi.md,
+        "Small minority groups"). A prior estimated from the data (noisy, or
+        counted at ``epsilon=inf``) below the floor is clamped with a
+        ``UserWarning``; public ``group_priors`` below it are an error. The value
+        used is ``rho_``.
     group_priors : None, array-like or dict, default=None
         Public group frequencies ``p_S`` (length ``k``, in the order of
         ``group_encoder_.group_labels_``, or a mapping label -> frequency). For
@@ -179,7 +185,9 @@ class DPFermiClassifier(PrivateClassifierBase):
         no clip bounds is divided by ``1 + lambda / 8`` (:func:`objective_scales`).
     group_encoder_ : GroupEncoder or None
     group_priors_ : ndarray of shape (n_blocks, n_groups)
-        Priors used (released noisily or public), before clamping at ``rho``.
+        Priors used (released noisily or public), before clamping at ``rho_``.
+    rho_ : float
+        The floor the priors were clamped at (``rho`` resolved).
     label_weights_ : ndarray of shape (n_classes,)
         Weight of each class's psi terms in theta's objective: ``1 / (L p_Y(y))``
         for the conditional notions (each label's ERMI counts equally; ``p_Y``
@@ -212,7 +220,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             "fairness": [StrOptions(set(FAIRNESS_NOTIONS))],
             "fairness_weight": [Interval(Real, 0, None, closed="left")],
             "dual_bound": [StrOptions({"auto"}), POSITIVE],
-            "rho": [Interval(Real, 0, 0.5, closed="right")],
+            "rho": [StrOptions({"auto"}), Interval(Real, 0, 0.5, closed="right")],
             "group_priors": [None, "array-like", dict],
             "lr_dual": [StrOptions({"auto"}), POSITIVE],
             "dual_rates": [StrOptions({"hard", "soft"})],
@@ -229,7 +237,7 @@ class DPFermiClassifier(PrivateClassifierBase):
     def __init__(
         self, fairness="demographic_parity", fairness_weight=1.0, *, epsilon=1.0, delta="auto",
         max_grad_norm="auto", max_sample_weight=1.0, noise_multiplier=None, dual_bound="auto",
-        rho=0.05, group_priors=None, lr_dual="auto", dual_rates="hard", privacy_unit="record",
+        rho="auto", group_priors=None, lr_dual="auto", dual_rates="hard", privacy_unit="record",
         iterate="average", calibration="accountant", accountant="auto", sensitive_values=None,
         lr=0.1, batch_size="auto", max_epochs="auto", module=None, hidden_layer_sizes=(),
         optimizer=torch.optim.SGD, callbacks=None, random_state=None, secure_mode=False,
@@ -268,12 +276,14 @@ class DPFermiClassifier(PrivateClassifierBase):
             group_priors=self.group_priors,
             group_encoder=self.group_encoder_,
             classes=self.classes_,
+            bounds_sensitivity=self.lr_dual != "auto" or self.calibration == "paper",
         )
         self.group_priors_, self.label_weights_ = release.priors, release.label_weights
-        pinv = torch.as_tensor(np.maximum(release.priors, float(self.rho)), dtype=torch.float32)
+        self.rho_ = release.rho
+        pinv = torch.as_tensor(np.maximum(release.priors, self.rho_), dtype=torch.float32)
         pinv = pinv.rsqrt().to(ctx.device)
         # ||W*[b]||_F <= sqrt(l) * max_r pinv[b, r] for every theta (pinv is public:
-        # released noisily or given), and <= sqrt(l / rho) since priors are clamped at rho.
+        # released noisily or given), and <= sqrt(l / rho_) since priors are clamped at rho_.
         dual_bound = self.dual_bound
         dual_bound = (
             DUAL_BOUND_MARGIN * math.sqrt(ctx.n_classes) * float(pinv.max())
@@ -318,7 +328,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             n_samples=ctx.n_samples,
             batch_size=ctx.sampler.expected_batch_size,
             steps=ctx.planned_steps,
-            rho=float(self.rho),
+            rho=self.rho_,
             max_grad_norm=self.max_grad_norm_,
             dual_bound=ctx.released["dual_bound"],
             dual_clip=ctx.released["dual_clip"],

@@ -41,7 +41,35 @@ __all__ = [
     "prior_labels",
     "public_priors",
     "release_priors",
+    "resolve_rho",
 ]
+
+#: ``rho="auto"`` where rho bounds a sensitivity (the paper's projected ascent of W,
+#: ``calibration="paper"``): the bound DP-FERMI's experiments use.
+PAPER_RHO = 0.05
+#: ``rho="auto"`` under ``lr_dual="auto"``: a released prior is floored at this many
+#: standard deviations of its noise (an exact or public one at one row).
+NOISE_FLOOR_SDS = 2.0
+
+
+def resolve_rho(rho: Any, *, bounds_sensitivity: bool, n_samples: int, noise_std: float) -> float:
+    """The floor of the group priors: ``rho``, or its ``"auto"`` rule.
+
+    Where ``rho`` bounds a sensitivity (W's projected ascent: its clip and ball grow
+    like ``rho^-1/2``) ``"auto"`` is :data:`PAPER_RHO`. Under ``lr_dual="auto"`` W's
+    release is a histogram of unit rows whatever the priors, so a floor above the
+    data only mis-weights a small group (a 2 % group clamped at 0.05 gets 2.6 times
+    less of the penalty's push, doc/dpfermi.md); ``"auto"`` then floors a prior at
+    :data:`NOISE_FLOOR_SDS` noise standard deviations (``noise_std`` counts, over
+    ``n_samples``), or one row when the priors are exact or public, and never above
+    :data:`PAPER_RHO` (a larger group is weighted as before).
+    """
+    if rho != "auto":
+        return float(rho)
+    if bounds_sensitivity:
+        return PAPER_RHO
+    floor = max(1.0, NOISE_FLOOR_SDS * float(noise_std)) / max(int(n_samples), 1)
+    return min(PAPER_RHO, floor)
 
 
 class PriorRelease(NamedTuple):
@@ -59,6 +87,8 @@ class PriorRelease(NamedTuple):
     n_groups: int
     #: Planned event of the release (a Gaussian histogram, or nothing).
     event: DpEvent
+    #: The floor the priors are clamped at (``rho``, resolved when ``"auto"``).
+    rho: float
 
 
 def release_priors(
@@ -66,12 +96,13 @@ def release_priors(
     *,
     fairness: str,
     fairness_weight: float,
-    rho: float,
+    rho: Any,
     privacy_unit: str,
     epsilon: float,
     group_priors: Any,
     group_encoder: Any,
     classes: np.ndarray,
+    bounds_sensitivity: bool = True,
 ) -> PriorRelease:
     """Group priors (one noisy histogram unless public) and label weights.
 
@@ -85,6 +116,8 @@ def release_priors(
         ``group_encoder_`` (None: one group).
     classes : ndarray
         ``classes_``.
+    bounds_sensitivity : bool, default=True
+        Whether ``rho`` bounds a sensitivity of the fit (see :func:`resolve_rho`).
 
     Returns
     -------
@@ -94,7 +127,6 @@ def release_priors(
     lam = float(fairness_weight)
     n_groups = group_encoder.n_groups_ if group_encoder is not None else 1
     block, active, n_blocks = blocks(fairness, ctx.y, n_classes)
-    rho = float(rho)
     sensitive_unit = privacy_unit == "sensitive"
     uses_groups = lam > 0
     releases_priors = uses_groups and group_priors is None
@@ -112,6 +144,10 @@ def release_priors(
             ctx.delta,
             sensitivity=2.0 if sensitive_unit else 1.0,
         )
+    counts_std = 0.0
+    if releases_histogram and releases_priors:
+        counts_std = statistics_multiplier * ctx.max_weight
+    rho = resolve_rho(rho, bounds_sensitivity=bounds_sensitivity, n_samples=n, noise_std=counts_std)
     public = None
     if uses_groups and group_priors is not None:
         public = public_priors(
@@ -155,7 +191,7 @@ def release_priors(
             stacklevel=6,  # user -> fit -> _private_fit -> _fit_template -> hook -> here
         )
     event = gaussian_release_event(statistics_multiplier) if releases_histogram else NoOpDpEvent()
-    return PriorRelease(priors, label_weights, block, active, n_blocks, n_groups, event)
+    return PriorRelease(priors, label_weights, block, active, n_blocks, n_groups, event, rho)
 
 
 def group_frequencies(
