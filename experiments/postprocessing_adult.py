@@ -20,6 +20,8 @@ of the TPR and FPR differences for ``equalized_odds``. Arms, every base model a
                   budget at 0.8, the histogram calibrated to the rest.
 ``dp_prefit_1``   a base model fitted at epsilon=0.8, then ``prefit=True`` at epsilon=0.5;
                   ``eps`` is ``skfairdp.privacy.spent([base, post])``.
+``*_large_batch`` ``fairlearn`` and ``dp_1`` with the base model at ``LARGE_BATCH``
+                  (2,048-row batches, 30 epochs, lr 1).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from skfairdp.postprocessing import DPThresholdOptimizer
 from skfairdp.privacy import spent
 
 CONSTRAINTS = ("demographic_parity", "equalized_odds")
+#: A schedule of the same base model for a private fit: larger batches, more epochs.
+LARGE_BATCH = {"batch_size": 2048, "max_epochs": 30, "lr": 1.0}
 
 
 def violation(pred, y, s, constraints):
@@ -91,6 +95,22 @@ def run(seed: int, constraints: str, data) -> list[dict]:
     ).fit(Xtr, ytr, sensitive_features=str_)
     pred = est.predict(Xte, sensitive_features=ste)
     record("dp_prefit_1", pred, spent([base, est]).epsilon, time.perf_counter() - t)
+    # the same model class with a schedule for a private fit at a larger batch:
+    # 2,048-row batches, 30 epochs, lr 1 (base alone at eps=0.8: 0.1535 vs 0.1568 at defaults)
+    t = time.perf_counter()
+    fl = ThresholdOptimizer(
+        estimator=DPSGDClassifier(epsilon=np.inf, random_state=seed, **LARGE_BATCH),
+        constraints=constraints, predict_method="predict_proba",
+    ).fit(Xtr, ytr, sensitive_features=str_)  # fmt: skip
+    pred = fl.predict(Xte, sensitive_features=ste, random_state=seed)
+    record("fairlearn_large_batch", pred, np.inf, time.perf_counter() - t)
+    t = time.perf_counter()
+    est = DPThresholdOptimizer(
+        DPSGDClassifier(random_state=seed, **LARGE_BATCH), constraints=constraints, epsilon=1.0,
+        random_state=seed,
+    ).fit(Xtr, ytr, sensitive_features=str_)  # fmt: skip
+    pred = est.predict(Xte, sensitive_features=ste)
+    record("dp_1_large_batch", pred, est.privacy_spent_.epsilon, time.perf_counter() - t)
     return rows
 
 
