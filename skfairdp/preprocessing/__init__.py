@@ -29,7 +29,8 @@ only: under an estimator's ``privacy_unit="sensitive"`` (``X`` public), they cos
 nothing, and :func:`~skfairdp.privacy.spent` counts them so.
 """
 
+from .bounds import parse_bounds
 from .encoder import DPOneHotEncoder, category_counts
 from .scaler import DPStandardScaler, moment_sums
 
-__all__ = ["DPOneHotEncoder", "DPStandardScaler", "category_counts", "moment_sums"]
+__all__ = ["DPOneHotEncoder", "DPStandardScaler", "category_counts", "moment_sums", "parse_bounds"]
