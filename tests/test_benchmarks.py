@@ -18,8 +18,9 @@ def test_quick_dpfermi_writes_csv_markdown_png(tmp_path, capsys):
     out = tmp_path / "bench"
     assert main(["benchmark", "dpfermi", "--quick", "--output", out, "--no-progress"]) == 0
     stdout = capsys.readouterr().out
-    assert "PASS: every private fit spends ε ≤ its target" in stdout
-    with open(out / "dpfermi.csv", newline="") as handle:
+    assert "PASS: privacy accounting: every private fit spends ε ≤ its target" in stdout
+    assert stdout.rstrip().endswith("== summary (quick run): 1 PASS, 0 FAIL")
+    with open(out / "dpfermi_quick.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert [(r["setting"], r["seed"]) for r in rows] == [("λ=0", "0"), ("λ=16", "0")]
     for r in rows:
@@ -27,11 +28,13 @@ def test_quick_dpfermi_writes_csv_markdown_png(tmp_path, capsys):
         assert 0.0 <= float(r["error"]) < 0.5 and 0.0 <= float(r["dp_violation"]) <= 1.0
     # the fairness weight does its job even on the quick subsample (one seed, margin 0.05)
     assert float(rows[1]["dp_violation"]) < float(rows[0]["dp_violation"]) - 0.05
-    md = (out / "dpfermi.md").read_text(encoding="utf-8")
+    md = (out / "dpfermi_quick.md").read_text(encoding="utf-8")
+    assert md.startswith("# DP-FERMI on Adult: test error vs demographic-parity violation (quick")
     assert "Reproduce: `skfairdp benchmark dpfermi --quick`" in md
     assert "DP-FERMI, ε = 1 (error / violation): λ=0: 0.1585 / 0.2017" in md  # published
     assert "**Quick run**" in md
-    assert (out / "dpfermi.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "dpfermi_quick.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not (out / "dpfermi.csv").exists()
 
 
 def test_federated_reports_missing_module(tmp_path, monkeypatch, capsys):
@@ -73,7 +76,8 @@ def test_tradeoff_report_means_published_and_accounting(tmp_path):
     assert [p.name for p in paths] == ["t.csv", "t.md", "t.png"]
     md = paths[1].read_text(encoding="utf-8")
     assert "| M | 1 | a | 2 | 0.1500 ± 0.0707 | 0.0800 ± 0.0283 |" in md
-    assert "- FAIL: every private fit spends ε ≤ its target" in md and "1 over" in md
+    assert "- FAIL: privacy accounting: 1 of 4 private fits spend more than their target ε" in md
+    assert "ε_spent / ε = 1.010000 > 1" in md and "ε ≤ its target" not in md
     # lowest mean error at mean violation <= 0.1: a (0.15); <= 0.05 and <= 0.02: b (0.30)
     assert "| M | 1 | 0.1500 (a) | 0.3000 (b) | 0.3000 (b) |" in md
     assert "| DP-FERMI (published) | 1 | 0.1663 (λ=0.5) | 0.1763 (λ=0.75) | 0.1869 (λ=1) |" in md
@@ -98,3 +102,91 @@ def test_global_scaling_accuracy_drops():
     _add_gaps(rows)
     assert rows[1]["pi_male"] == 10.0 and rows[1]["pi_female"] == 3.0
     assert rows[1]["pi_mf"] == 7.0 and "pi_mf" not in rows[0]
+
+
+def test_target_line_states_the_inequality_that_holds():
+    from skfairdp.benchmarks._common import target_line
+
+    target = "target ≤ γ + 0.02"
+    assert target_line("violation", 0.1217, 0.1 + 0.02, target) == (
+        "- FAIL: violation 0.1217 > 0.12 (target ≤ γ + 0.02)"
+    )
+    assert target_line("violation", 0.0188, 0.04, target) == (
+        "- PASS: violation 0.0188 ≤ 0.04 (target ≤ γ + 0.02)"
+    )
+    assert (
+        target_line("π", 0.74, 4.65, "below", strict=True, digits=2)
+        == "- PASS: π 0.74 < 4.65 (below)"
+    )
+    assert (
+        target_line("π", 4.65, 4.65, "below", strict=True, digits=2)
+        == "- FAIL: π 4.65 ≥ 4.65 (below)"
+    )
+
+
+def test_quick_report_is_marked_in_title_and_plot(tmp_path, monkeypatch):
+    import skfairdp.benchmarks._common as common
+
+    titles = []
+    monkeypatch.setattr(common, "tradeoff_plot", lambda path, curves, **kw: titles.append(kw))
+    rows = [_row("M", 1.0, "a", 0, 0.1, 0.1, 0.99)]
+    paths = report(
+        rows, output=tmp_path, stem=common.quick_stem("t", True), title="T", name="dpfermi",
+        quick=True, seeds=(0,), protocol="p", notion="dp", published={},
+    )  # fmt: skip
+    assert [p.name for p in paths] == ["t_quick.csv", "t_quick.md", "t_quick.png"]
+    assert paths[1].read_text(encoding="utf-8").startswith("# T (quick run)\n")
+    assert titles[0]["title"] == "T (quick run)"
+
+
+def _fake_benchmarks(monkeypatch, tmp_path, checks):
+    """`skfairdp benchmark` on fake benchmarks whose markdown holds the given check lines."""
+    import skfairdp.cli.benchmark as command
+
+    def fake_run(name, *, quick, seeds, output, progress):
+        md = tmp_path / f"{name}.md"
+        md.write_text("# fake\n\n" + "\n".join(checks.get(name, [])) + "\n", encoding="utf-8")
+        return [tmp_path / f"{name}.csv", md, tmp_path / f"{name}.png"]
+
+    fake = {"one": "a fake benchmark", "two": "another"}
+    monkeypatch.setattr(command, "run_benchmark", fake_run)
+    monkeypatch.setattr(command, "BENCHMARKS", fake)
+    import skfairdp.cli as cli
+
+    monkeypatch.setattr(cli, "BENCHMARKS", fake)
+
+
+ACCOUNTING_PASS = "- PASS: privacy accounting: every private fit spends ε ≤ its target (...)."
+MISSED = "- FAIL: ε = 1, γ = 0.1: mean test DP violation 0.1217 > 0.12 (target ≤ γ + 0.02)"
+
+
+@pytest.mark.parametrize(
+    "checks, argv, code, summary",
+    [
+        ({"one": [ACCOUNTING_PASS], "two": [ACCOUNTING_PASS]}, [], 0, "2 PASS, 0 FAIL"),
+        ({"one": [ACCOUNTING_PASS], "two": [ACCOUNTING_PASS, MISSED]}, [], 1, "2 PASS, 1 FAIL"),
+        (
+            {"one": [ACCOUNTING_PASS], "two": [ACCOUNTING_PASS, MISSED]},
+            ["--explore"],
+            0,
+            "2 PASS, 1 FAIL",
+        ),
+        (
+            {"one": ["- FAIL: privacy accounting: 1 of 2 private fits spend more than..."]},
+            ["--explore"],
+            1,
+            "0 PASS, 1 FAIL",
+        ),
+    ],
+)
+def test_summary_and_exit_code(tmp_path, monkeypatch, capsys, checks, argv, code, summary):
+    _fake_benchmarks(monkeypatch, tmp_path, checks)
+    assert main(["benchmark", "all", "--quick", "--output", tmp_path, *argv]) == code
+    out = capsys.readouterr().out
+    assert f"== summary (quick run): {summary}" in out
+    failed = [line for lines in checks.values() for line in lines if line.startswith("- FAIL")]
+    for line in failed:  # repeated under the summary, with its benchmark
+        assert out.count(line[2:]) == 2
+    assert ("--explore: the failed targets do not change the exit code" in out) == (
+        code == 0 and bool(failed)
+    )

@@ -15,7 +15,7 @@ import pytest
 import skfairdp
 from skfairdp.model_selection import PrivateSearchCV
 from skfairdp.postprocessing import DPThresholdOptimizer
-from skfairdp.preprocessing import DPOneHotEncoder, DPStandardScaler
+from skfairdp.preprocessing import DPOneHotEncoder, DPSimpleImputer, DPStandardScaler
 
 PACKAGE = Path(skfairdp.__file__).parent
 PUBLIC_ESTIMATORS = [
@@ -23,6 +23,7 @@ PUBLIC_ESTIMATORS = [
     PrivateSearchCV,
     DPStandardScaler,
     DPOneHotEncoder,
+    DPSimpleImputer,
     DPThresholdOptimizer,
 ]
 #: The meta-estimators may be longer: they orchestrate other fits.

@@ -208,7 +208,8 @@ def test_prefit_spends_the_whole_budget_on_the_histogram_and_spent_composes(smal
     expected = epsilon_spent(compose([base.dp_event_, est.dp_event_]), est.delta_)
     assert total == expected
     assert total.epsilon > max(base.privacy_spent_.epsilon, est.privacy_spent_.epsilon)
-    assert math.isinf(spent([LogisticRegression().fit(X, y), est]).epsilon)
+    with pytest.warns(UserWarning, match=r"\[0\]: LogisticRegression\(\)"):
+        assert math.isinf(spent([LogisticRegression().fit(X, y), est]).epsilon)
 
 
 def test_infinite_epsilon_is_exact_and_allows_a_public_model(small_data):

@@ -61,7 +61,7 @@ def test_encoder_sensitivity_property(seed):
 # public mode: reads nothing, costs nothing
 # ---------------------------------------------------------------------------
 def test_public_scaler_maps_bounds_and_costs_nothing():
-    bounds = ([0.0, -10.0], [100.0, 10.0])
+    bounds = {0: (0.0, 100.0), 1: (-10.0, 10.0)}  # two columns: a pair of pairs is ambiguous
     a = DPStandardScaler(bounds=bounds).fit(np.random.default_rng(0).normal(size=(50, 2)))
     b = DPStandardScaler(bounds=bounds).fit(np.random.default_rng(1).normal(size=(7, 2)) + 100)
     np.testing.assert_array_equal(a.mean_, [50.0, 0.0])
@@ -92,7 +92,7 @@ def test_public_encoder_declared_categories_unknown_is_zero():
 def test_private_scaler_accounting_and_accuracy():
     rng = np.random.default_rng(0)
     X = np.column_stack([rng.normal(40, 10, 20000), rng.uniform(0, 1, 20000)])
-    sc = DPStandardScaler(bounds=([0, 0], [100, 1]), epsilon=1.0, random_state=0).fit(X)
+    sc = DPStandardScaler(bounds={0: (0, 100), 1: (0, 1)}, epsilon=1.0, random_state=0).fit(X)
     assert isinstance(sc.dp_event_, dp_accounting.GaussianDpEvent)
     assert sc.dp_event_ == planned_fit_event(sc, len(X)) == sc.planned_event(len(X))
     assert sc.delta_ == pytest.approx(5e-06)  # "auto": 0.1 / n rounded down

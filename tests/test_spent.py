@@ -20,7 +20,13 @@ from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from skfairdp import DPFermiClassifier, DPSGDClassifier
 from skfairdp.preprocessing import DPStandardScaler
-from skfairdp.privacy import PrivacySpent, epsilon_spent, spent, spent_event
+from skfairdp.privacy import (
+    PrivacySpent,
+    UnaccountedStepWarning,
+    epsilon_spent,
+    spent,
+    spent_event,
+)
 from skfairdp.privacy.planning import planned_fit_event
 
 RECORDED: list = []
@@ -122,9 +128,11 @@ def test_cross_validate_result(data):
 def test_pipelines_non_private_steps(data):
     X, y, _ = data
     clf = _fast(epsilon=1.0, delta=1e-4)
-    # a scikit-learn scaler read the rows without noise: infinite
-    assert spent(make_pipeline(StandardScaler(), clf).fit(X, y)) == PrivacySpent(np.inf, 0.0)
-    assert spent(LogisticRegression().fit(X, y)) == PrivacySpent(np.inf, 0.0)
+    # a scikit-learn scaler read the rows without noise: infinite, and the warning names it
+    with pytest.warns(UnaccountedStepWarning, match=r"- standardscaler: StandardScaler\(\)"):
+        assert spent(make_pipeline(StandardScaler(), clf).fit(X, y)) == PrivacySpent(np.inf, 0.0)
+    with pytest.warns(UnaccountedStepWarning, match=r"(?s)1 step read .*- LogisticRegression\(\)"):
+        assert spent(LogisticRegression().fit(X, y)) == PrivacySpent(np.inf, 0.0)
     # stateless and public steps cost nothing
     fitted = make_pipeline(FunctionTransformer(), DPStandardScaler(bounds=(-3, 3)), clf).fit(X, y)
     assert spent(fitted) == fitted[-1].privacy_spent_

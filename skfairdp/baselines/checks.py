@@ -6,6 +6,8 @@ import warnings
 
 import numpy as np
 
+from ..fairness.routing import routing_hint
+
 
 class UnboundedSensitivityWarning(UserWarning):
     """A fit whose per-sample contributions are coupled, so ``C0`` does not bound sensitivity."""
@@ -14,8 +16,8 @@ class UnboundedSensitivityWarning(UserWarning):
 def groups_required(why: str) -> str:
     """The error of a fit without ``sensitive_features`` by an estimator that needs them."""
     return (
-        f"sensitive_features is required: {why}. Pass fit(X, y, sensitive_features=...) "
-        "(with metadata routing enabled inside a Pipeline or GridSearchCV)."
+        f"sensitive_features is required: {why}. Pass fit(X, y, sensitive_features=...). "
+        + routing_hint()
     )
 
 

@@ -4,7 +4,9 @@ Every benchmark fits our estimator(s) on bundled data with sound accounting
 (each fit's ``privacy_spent_`` is the guarantee of its own ``dp_event_``),
 measures hard predictions on a held-out split over several seeds, and writes
 ``<name>.csv`` (one row per fit), ``<name>.md`` (means ± standard deviations
-beside the published numbers) and ``<name>.png`` (the trade-off plot).
+beside the published numbers, and the PASS/FAIL checks of its targets) and
+``<name>.png`` (the trade-off plot); a quick run writes ``<name>_quick.*``, titled
+"(quick run)".
 
 This module only names the benchmarks, so that ``skfairdp --help`` stays fast;
 each one lives in its own submodule, imported when it runs:
@@ -83,7 +85,9 @@ def run_benchmark(
     Returns
     -------
     list of Path
-        The files written: ``<stem>.csv``, ``<stem>.md`` and ``<stem>.png``.
+        The files written: ``<stem>.csv``, ``<stem>.md`` and ``<stem>.png``; the stem
+        is the benchmark's file name (``global_scaling`` for ``global-scaling``), with
+        ``_quick`` appended for a quick run.
 
     Raises
     ------

@@ -263,6 +263,23 @@ def preamble(title: str, name: str, quick: bool, seeds: Sequence[int], protocol:
     return "\n".join(lines)
 
 
+#: The first words of the accounting check's line: a failure there is a bug, not a
+#: missed target, and fails the command even with ``--explore``.
+ACCOUNTING_CHECK = "privacy accounting:"
+#: What ``--quick`` adds to the output files' names and to the titles.
+QUICK_SUFFIX, QUICK_TITLE = "_quick", " (quick run)"
+
+
+def quick_stem(stem: str, quick: bool) -> str:
+    """The output files' stem: ``raco`` or, for a quick run, ``raco_quick``."""
+    return stem + QUICK_SUFFIX if quick else stem
+
+
+def quick_title(title: str, quick: bool) -> str:
+    """The title of the markdown and the plot, marked ``(quick run)`` for a quick run."""
+    return title + QUICK_TITLE if quick else title
+
+
 def accounting_line(rows: Sequence[dict[str, Any]]) -> str:
     """A PASS/FAIL line: no private fit spent more than its target ε."""
     private = [r for r in rows if math.isfinite(r["epsilon"])]
@@ -270,11 +287,33 @@ def accounting_line(rows: Sequence[dict[str, Any]]) -> str:
         return "- No private fits."
     over = [r for r in private if r["epsilon_spent"] > r["epsilon"] * (1 + 1e-9)]
     worst = max(r["epsilon_spent"] / r["epsilon"] for r in private)
-    status = "PASS" if not over else "FAIL"
+    if not over:
+        return (
+            f"- PASS: {ACCOUNTING_CHECK} every private fit spends ε ≤ its target (max "
+            f"ε_spent / ε = {worst:.6f} over {len(private)} fits)."
+        )
     return (
-        f"- {status}: every private fit spends ε ≤ its target (max ε_spent / ε = {worst:.6f} "
-        f"over {len(private)} fits; {len(over)} over)."
+        f"- FAIL: {ACCOUNTING_CHECK} {len(over)} of {len(private)} private fits spend more "
+        f"than their target ε (max ε_spent / ε = {worst:.6f} > 1)."
     )
+
+
+def target_line(
+    label: str, value: float, bound: float, target: str, *, strict: bool = False, digits: int = 4
+) -> str:
+    """A PASS/FAIL line that states the inequality which holds.
+
+    ``PASS: {label} 0.0188 ≤ 0.04 ({target})``, or, when the target is missed,
+    ``FAIL: {label} 0.1217 > 0.12 ({target})``: a FAIL line never prints the
+    target's inequality as if it held. ``strict``: the target is ``value < bound``.
+    """
+    passed = value < bound if strict else value <= bound
+    if passed:
+        op = "<" if strict else "≤"
+    else:
+        op = "≥" if strict else ">"
+    shown = f"{bound:.{digits}f}".rstrip("0").rstrip(".")
+    return f"- {'PASS' if passed else 'FAIL'}: {label} {value:.{digits}f} {op} {shown} ({target})"
 
 
 @dataclass

@@ -17,6 +17,7 @@ from ._common import (
     md_table,
     mean_sd,
     preamble,
+    quick_title,
 )
 from ._published import best_error_below
 
@@ -66,7 +67,12 @@ def report(
     notes: Sequence[str] = (),
     targets: Sequence[str] = (),
 ) -> list[Path]:
-    """Write ``<stem>.csv``, ``<stem>.md`` and ``<stem>.png`` of a trade-off benchmark."""
+    """Write ``<stem>.csv``, ``<stem>.md`` and ``<stem>.png`` of a trade-off benchmark.
+
+    A quick run's title (markdown and plot) ends with ``(quick run)``; its stem is the
+    caller's (``quick_stem``).
+    """
+    title = quick_title(title, quick)
     summary = summarise(rows, notion)
     parts = [preamble(title, name, quick, seeds, protocol), *(f"- {n}" for n in notes), ""]
     parts += ["## Checks", "", accounting_line(rows), *targets, ""]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._common import DELTA, Task, resolve_seeds, run_tasks
+from ._common import DELTA, Task, quick_stem, resolve_seeds, run_tasks
 from ._published import published
 from ._tradeoff import report
 
@@ -87,12 +87,13 @@ def run(*, quick: bool, seeds: Sequence[int] | None, output: Path, progress: boo
     """Run the benchmark; write ``cgoo.csv``, ``cgoo.md`` and ``cgoo.png``."""
     seeds = resolve_seeds(seeds, quick)
     output.mkdir(parents=True, exist_ok=True)
-    rows = run_tasks(tasks(quick, seeds), output / "cgoo.csv", desc="cgoo", progress=progress)
+    stem = quick_stem("cgoo", quick)
+    rows = run_tasks(tasks(quick, seeds), output / f"{stem}.csv", desc="cgoo", progress=progress)
     methods = ("Jagielski et al. 2019", "DP-FERMI", "PFLD (Tran et al. 2021b)")
     return report(
         rows,
         output=output,
-        stem="cgoo",
+        stem=stem,
         title="CGOOReduction on Adult: test error vs equalized-odds violation",
         name="cgoo",
         quick=quick,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._common import DELTA, Task, resolve_seeds, run_tasks
+from ._common import DELTA, Task, quick_stem, resolve_seeds, run_tasks
 from ._published import published
 from ._tradeoff import report
 
@@ -50,13 +50,14 @@ def run(*, quick: bool, seeds: Sequence[int] | None, output: Path, progress: boo
     seeds = resolve_seeds(seeds, quick)
     output.mkdir(parents=True, exist_ok=True)
     todo = tasks(quick, seeds)
-    rows = run_tasks(todo, output / "dpfermi.csv", desc="dpfermi", progress=progress)
+    stem = quick_stem("dpfermi", quick)
+    rows = run_tasks(todo, output / f"{stem}.csv", desc="dpfermi", progress=progress)
     epsilons = sorted({t.epsilon for t in todo})
     methods = ("DP-FERMI", "Tran et al. 2021a", "PFLD (Tran et al. 2021b)")
     return report(
         rows,
         output=output,
-        stem="dpfermi",
+        stem=stem,
         title="DP-FERMI on Adult: test error vs demographic-parity violation",
         name="dpfermi",
         quick=quick,

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import BenchmarkUnavailable
-from ._common import DELTA, Task, resolve_seeds, run_tasks
+from ._common import DELTA, Task, quick_stem, resolve_seeds, run_tasks
 from ._published import STEFFLE_CLAIMS, published
 from ._tradeoff import report
 
@@ -83,12 +83,13 @@ def run(*, quick: bool, seeds: Sequence[int] | None, output: Path, progress: boo
     seeds = resolve_seeds(seeds, quick)
     todo = tasks(quick, seeds)  # raises FederatedUnavailable before creating anything
     output.mkdir(parents=True, exist_ok=True)
-    rows = run_tasks(todo, output / "federated.csv", desc="federated", progress=progress)
+    stem = quick_stem("federated", quick)
+    rows = run_tasks(todo, output / f"{stem}.csv", desc="federated", progress=progress)
     methods = ("DP-FERMI", "PFLD (Tran et al. 2021b)")
     return report(
         rows,
         output=output,
-        stem="federated",
+        stem=stem,
         title="Federated DP-FERMI on Credit Card (3 silos, ε = 1) vs centralized",
         name="federated",
         quick=quick,

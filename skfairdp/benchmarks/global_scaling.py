@@ -28,8 +28,11 @@ from ._common import (
     md_table,
     mean_sd,
     preamble,
+    quick_stem,
+    quick_title,
     resolve_seeds,
     run_tasks,
+    target_line,
 )
 from ._published import GLOBAL_ADAPT_TABLE4
 
@@ -132,20 +135,23 @@ def _add_gaps(rows: list[dict[str, Any]]) -> None:
 
 
 def run(*, quick: bool, seeds: Sequence[int] | None, output: Path, progress: bool) -> list[Path]:
-    """Run the benchmark; write ``global_scaling.csv``, ``.md`` and ``.png``."""
+    """Run the benchmark; write ``global_scaling.csv``, ``.md`` and ``.png`` (``_quick``)."""
     seeds = resolve_seeds(seeds, quick)
     output.mkdir(parents=True, exist_ok=True)
     grid = QUICK if quick else FULL
+    stem = quick_stem("global_scaling", quick)
     rows = run_tasks(
         tasks(quick, seeds),
-        output / "global_scaling.csv",
+        output / f"{stem}.csv",
         desc="global-scaling",
         progress=progress,
         evaluate=_evaluate,
         split=balanced_split,
     )
     _add_gaps(rows)
-    title = "DPSGD-Global-Adapt on balanced Adult at ε = 3.41: who pays for privacy"
+    title = quick_title(
+        "DPSGD-Global-Adapt on balanced Adult at ε = 3.41: who pays for privacy", quick
+    )
     model = "logistic regression" if not grid["hidden"] else f"MLP {grid['hidden']} tanh"
     parts = [
         preamble(
@@ -171,9 +177,9 @@ def run(*, quick: bool, seeds: Sequence[int] | None, output: Path, progress: boo
     if adapt and dpsgd:
         a, d = mean_sd(adapt)[0], mean_sd(dpsgd)[0]
         parts.append(
-            f"- {'PASS' if a < d else 'FAIL'}: Adapt's π_MF ({a:.2f}) below DPSGD's ({d:.2f})."
+            target_line("Adapt's π_MF", a, d, "target: below DPSGD's π_MF", strict=True, digits=2)
         )
-        parts.append(f"- {'PASS' if a <= 1.0 else 'FAIL'}: Adapt's π_MF ({a:.2f}) ≤ 1 point.")
+        parts.append(target_line("Adapt's π_MF", a, 1.0, "target ≤ 1 point", digits=2))
     parts += ["", "## Ours (accuracy in %, π in points)", ""]
     lines = []
     for (method,), group in by_method.items():
@@ -234,7 +240,7 @@ def run(*, quick: bool, seeds: Sequence[int] | None, output: Path, progress: boo
             )
     return finish(
         output,
-        "global_scaling",
+        stem,
         rows,
         "\n".join(parts),
         curves,

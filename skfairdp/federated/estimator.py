@@ -25,6 +25,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._fit.base import PrivateClassifierBase
 from .._fit.schedules import DPFERMI
 from .._fit.threads import torch_threads
+from ..fairness.routing import routing_hint
 from ..fermi import DPFermiClassifier
 from ..fermi.priors import check_priors_against_rho, public_priors
 from ..fermi.problem import auto_dual_step
@@ -316,7 +317,7 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
             sensitive_features,
             n,
             "sensitive_features is required when fairness_weight > 0: pass "
-            "fit(X, y, sensitive_features=...), or set fairness_weight=0."
+            "fit(X, y, sensitive_features=...), or set fairness_weight=0. " + routing_hint()
             if self.fairness_weight > 0
             else None,
         )

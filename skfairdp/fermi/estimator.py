@@ -22,6 +22,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._fit.base import POSITIVE, NoisePlan, PrivateClassifierBase, parameter_constraints
 from .._fit.schedules import DPFERMI
 from ..engine.iterates import TailAverage
+from ..fairness.routing import routing_hint
 from ..privacy import joint_noise_multiplier
 from .calibration import theorem_3_3_plan
 from .priors import min_cell_share, release_priors
@@ -257,8 +258,7 @@ class DPFermiClassifier(PrivateClassifierBase):
     def _encode_groups(self, sensitive_features, n_samples):
         required = (
             "sensitive_features is required when fairness_weight > 0: pass "
-            "fit(X, y, sensitive_features=...) (with metadata routing enabled inside a "
-            "Pipeline or GridSearchCV), or set fairness_weight=0."
+            "fit(X, y, sensitive_features=...), or set fairness_weight=0. " + routing_hint()
             if self.fairness_weight > 0
             else None
         )

@@ -10,6 +10,7 @@ from sklearn.utils import indexable
 from sklearn.utils.validation import _num_samples
 
 from ..fairness import encode_sensitive_features
+from ..fairness.routing import routing_hint
 
 __all__ = ["check_search_input", "validation_rows"]
 
@@ -28,7 +29,9 @@ def check_search_input(X, y, sensitive_features, fairness: str | None) -> tuple:
     if fairness is None:
         return X, y, None, 1
     if sensitive_features is None:
-        raise ValueError(f"fairness={fairness!r} needs fit(X, y, sensitive_features=...)")
+        raise ValueError(
+            f"fairness={fairness!r} needs fit(X, y, sensitive_features=...). {routing_hint()}"
+        )
     groups, encoder = encode_sensitive_features(sensitive_features, n)
     return X, y, groups, encoder.n_groups_
 

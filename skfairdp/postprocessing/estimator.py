@@ -17,6 +17,7 @@ from .._fit.parameters import COMMON_CONSTRAINTS, store_parameters
 from .._fit.randomized import draw_classes
 from .._fit.validation import check_sample_weight, check_y
 from ..fairness.groups import encode_sensitive_features
+from ..fairness.routing import routing_hint
 from ..oracle import spawn_oracle
 from ..privacy import (
     EventRecorder,
@@ -306,7 +307,8 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self._check_params()
         if sensitive_features is None:
             raise ValueError(
-                f"{type(self).__name__}.fit needs sensitive_features (one group per row)"
+                f"{type(self).__name__}.fit needs sensitive_features (one group per row). "
+                + routing_hint()
             )
         y = self._check_y(X, y)
         n = y.shape[0]

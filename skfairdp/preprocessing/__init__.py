@@ -1,9 +1,9 @@
-"""Preprocessing inside the guarantee: a scaler and a one-hot encoder, public or private.
+"""Preprocessing inside the guarantee: a scaler, a one-hot encoder and an imputer.
 
 A scikit-learn ``StandardScaler`` or ``OneHotEncoder`` in front of a private
 estimator reads the private rows without noise: its means, scales and categories
 are released (they shape every prediction) and no estimator's ``privacy_spent_``
-covers them. The two transformers here are the first steps of a private
+covers them. The transformers here are the first steps of a private
 ``Pipeline`` and state what they cost, like every skfairdp estimator
 (``dp_event_``, ``privacy_spent_``), so that
 :func:`skfairdp.privacy.spent` of the pipeline includes them.
@@ -23,13 +23,26 @@ Each works in one of two modes, chosen by ``epsilon``:
     histogram, thresholded), calibrated to ``(epsilon, delta)`` and recorded by
     the mechanisms of :mod:`skfairdp.privacy`.
 
+:class:`DPSimpleImputer` fills missing values with a constant (free: it reads no
+row) or, privately, with a noisy mean or median within declared bounds, or the
+most frequent of declared categories.
+
 The privacy unit is one row (add or remove one, ``privacy_unit="record"``); the
 number of rows is public, as for every skfairdp estimator. These steps read ``X``
 only: under an estimator's ``privacy_unit="sensitive"`` (``X`` public), they cost
 nothing, and :func:`~skfairdp.privacy.spent` counts them so.
 """
 
+from .bounds import parse_bounds
 from .encoder import DPOneHotEncoder, category_counts
+from .imputer import DPSimpleImputer
 from .scaler import DPStandardScaler, moment_sums
 
-__all__ = ["DPOneHotEncoder", "DPStandardScaler", "category_counts", "moment_sums"]
+__all__ = [
+    "DPOneHotEncoder",
+    "DPSimpleImputer",
+    "DPStandardScaler",
+    "category_counts",
+    "moment_sums",
+    "parse_bounds",
+]

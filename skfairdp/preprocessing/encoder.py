@@ -23,6 +23,17 @@ def _codes(column: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.array([index.get(v, -1) for v in column.tolist()], dtype=np.int64)
 
 
+def check_categories(categories: list, n_columns: int) -> list[np.ndarray]:
+    """The declared categories of each column as object arrays; an error if they do not fit."""
+    if len(categories) != n_columns:
+        raise ValueError(f"categories declares {len(categories)} columns but X has {n_columns}")
+    declared = [np.asarray(list(c), dtype=object) for c in categories]
+    for j, values in enumerate(declared):
+        if len(values) == 0 or len(set(values.tolist())) != len(values):
+            raise ValueError(f"categories[{j}] must be non-empty and without duplicates")
+    return declared
+
+
 def category_counts(X: np.ndarray, declared: list[np.ndarray]) -> np.ndarray:
     """The exact statistic :class:`DPOneHotEncoder` releases: counts of each declared category.
 
@@ -109,17 +120,6 @@ class DPOneHotEncoder(TransformerMixin, PrivateStep):
         self.random_state = random_state
         self.secure_mode = secure_mode
 
-    def _check_categories(self, n_columns: int) -> list[np.ndarray]:
-        if len(self.categories) != n_columns:
-            raise ValueError(
-                f"categories declares {len(self.categories)} columns but X has {n_columns}"
-            )
-        declared = [np.asarray(list(c), dtype=object) for c in self.categories]
-        for j, values in enumerate(declared):
-            if len(values) == 0 or len(set(values.tolist())) != len(values):
-                raise ValueError(f"categories[{j}] must be non-empty and without duplicates")
-        return declared
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Choose the categories (public: all declared; private: those the noisy counts keep).
@@ -135,7 +135,7 @@ class DPOneHotEncoder(TransformerMixin, PrivateStep):
         """
         X = validate_data(self, X, dtype=None, ensure_all_finite=False)
         n, d = X.shape
-        declared = self._check_categories(d)
+        declared = check_categories(self.categories, d)
         started = self._start(n)
         if started is None:
             self.categories_ = [v.copy() for v in declared]

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..privacy import noisy_histogram
 from ._step import BUDGET_CONSTRAINTS, PrivateStep
+from .bounds import parse_bounds
 
 __all__ = ["DPStandardScaler", "moment_sums"]
 
@@ -49,9 +50,15 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, PrivateStep):
 
     Parameters
     ----------
-    bounds : tuple (lower, upper) of floats or of array-likes of shape (n_features,)
+    bounds : tuple, list of pairs or dict
         Public bounds of each feature, declared without looking at the data
-        (domain knowledge: ages in [17, 90], hours in [0, 99]).
+        (domain knowledge: ages in [17, 90], hours in [0, 99]), in one of three forms:
+        ``(lower, upper)`` with scalars (every feature) or arrays of shape
+        ``(n_features,)``; a list of one ``(lower, upper)`` pair per feature, in
+        order; or a dict ``{column: (lower, upper)}`` with exactly the columns of
+        ``X`` (names for a DataFrame, positions for an array). With two features,
+        a pair of pairs reads both ways and is refused as ambiguous (pass a
+        dict); :func:`~skfairdp.preprocessing.parse_bounds` reads the forms.
     epsilon : float or None, default=None
         None: public mode. Otherwise the budget of the private release.
     delta : float or "auto", default="auto"
@@ -82,7 +89,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, PrivateStep):
     array([-0.6, -0.2,  0.2])
     """
 
-    _parameter_constraints: dict = {"bounds": [tuple, list], **BUDGET_CONSTRAINTS}
+    _parameter_constraints: dict = {"bounds": [tuple, list, dict, np.ndarray], **BUDGET_CONSTRAINTS}
 
     def __init__(self, bounds, *, epsilon=None, delta="auto", random_state=None, secure_mode=False):
         self.bounds = bounds
@@ -90,17 +97,6 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, PrivateStep):
         self.delta = delta
         self.random_state = random_state
         self.secure_mode = secure_mode
-
-    def _check_bounds(self, n_features: int):
-        if len(self.bounds) != 2:
-            raise ValueError(f"bounds must be (lower, upper), got {self.bounds!r}")
-        lower, upper = (np.asarray(b, dtype=np.float64) for b in self.bounds)
-        lower, upper = np.broadcast_to(lower, (n_features,)), np.broadcast_to(upper, (n_features,))
-        if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))):
-            raise ValueError("bounds must be finite")
-        if np.any(upper <= lower):
-            raise ValueError("every upper bound must be above its lower bound")
-        return lower.copy(), upper.copy()
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -117,7 +113,9 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, PrivateStep):
         """
         X = validate_data(self, X, dtype=np.float64)
         n, d = X.shape
-        self.lower_, self.upper_ = self._check_bounds(d)
+        self.lower_, self.upper_ = parse_bounds(
+            self.bounds, d, getattr(self, "feature_names_in_", None)
+        )
         middle, half = (self.upper_ + self.lower_) / 2, (self.upper_ - self.lower_) / 2
         started = self._start(n)
         if started is None:

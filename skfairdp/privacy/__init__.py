@@ -20,7 +20,7 @@ from .events import (
 from .mechanisms import EventRecorder, gaussian_sum, noisy_count, noisy_histogram
 from .random import RandomSource
 from .sampling import PoissonSampler, ShuffledBatches
-from .spent import spent, spent_event
+from .spent import UnaccountedStepWarning, spent, spent_event, unaccounted_steps
 
 __all__ = [
     "EventRecorder",
@@ -28,6 +28,7 @@ __all__ = [
     "PoissonSampler",
     "RandomSource",
     "ShuffledBatches",
+    "UnaccountedStepWarning",
     "batch_event",
     "calibrate_noise_multiplier",
     "epsilon_spent",
@@ -43,4 +44,5 @@ __all__ = [
     "sampled_gaussian_steps_event",
     "spent",
     "spent_event",
+    "unaccounted_steps",
 ]

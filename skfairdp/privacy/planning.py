@@ -13,8 +13,10 @@ This module knows no estimator: it asks each step for its plan.
   dry run of the template with no training);
 - a :class:`~sklearn.pipeline.Pipeline` or :class:`~sklearn.compose.ColumnTransformer`:
   the composition of its steps' plans (every step is fit on the same ``n_samples`` rows);
-- ``"passthrough"``/``None`` steps and stateless transformers (``requires_fit``
-  tag False, e.g. ``FunctionTransformer``): nothing;
+- ``"passthrough"``/``None`` steps, stateless transformers (``requires_fit``
+  tag False, e.g. ``FunctionTransformer``) and the row-blind scikit-learn steps of
+  :mod:`skfairdp.privacy.row_blind` (``SimpleImputer(strategy="constant",
+  keep_empty_features=True)``, encoders with declared categories): nothing;
 - any other estimator (a scikit-learn ``StandardScaler``, ``LogisticRegression``):
   ``NonPrivateDpEvent`` -- it reads the data with no noise, so its cost is
   infinite.
@@ -31,19 +33,9 @@ from sklearn.pipeline import Pipeline
 
 from .delta import resolve_delta
 from .events import compose
+from .row_blind import is_stateless, reads_no_rows
 
-__all__ = ["is_stateless", "planned_delta", "planned_fit_event"]
-
-
-def is_stateless(estimator) -> bool:
-    """Whether fitting ``estimator`` reads nothing from the data (``None``, ``"passthrough"``,
-    a transformer whose ``requires_fit`` tag is False)."""
-    if estimator is None or (isinstance(estimator, str) and estimator in ("passthrough", "drop")):
-        return True
-    try:
-        return not estimator.__sklearn_tags__().requires_fit
-    except AttributeError:
-        return False
+__all__ = ["is_stateless", "planned_delta", "planned_fit_event", "reads_no_rows"]
 
 
 def planned_fit_event(estimator, n_samples: int) -> dp_accounting.DpEvent:
@@ -65,7 +57,7 @@ def planned_fit_event(estimator, n_samples: int) -> dp_accounting.DpEvent:
     n = int(n_samples)
     if n < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
-    if is_stateless(estimator):
+    if reads_no_rows(estimator):
         return dp_accounting.NoOpDpEvent()
     if isinstance(estimator, Pipeline):
         return compose(planned_fit_event(step, n) for _, step in estimator.steps)
@@ -92,7 +84,7 @@ def planned_delta(estimator, n_samples: int) -> float | None:
         return min(deltas) if deltas else None
     delta = getattr(estimator, "delta", None)
     epsilon = getattr(estimator, "epsilon", math.inf)
-    if delta is None or epsilon is None or is_stateless(estimator) or math.isinf(epsilon):
+    if delta is None or epsilon is None or reads_no_rows(estimator) or math.isinf(epsilon):
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -15,8 +15,11 @@ What each object contributes:
 - a ``Pipeline`` / ``ColumnTransformer``: the events of all its fitted steps (each
   reads the same rows); a step without ``dp_event_`` that had to be fitted (a
   scikit-learn ``StandardScaler``) read the data without noise and makes the total
-  infinite; ``"passthrough"`` and stateless steps (``FunctionTransformer``) cost
-  nothing;
+  infinite, and :func:`spent` warns (:class:`UnaccountedStepWarning`) naming every
+  such step (:func:`unaccounted_steps` lists them); ``"passthrough"``, stateless steps
+  (``FunctionTransformer``) and row-blind scikit-learn steps
+  (:mod:`skfairdp.privacy.row_blind`: ``SimpleImputer(strategy="constant",
+  keep_empty_features=True)``, encoders with declared categories) cost nothing;
 - a scikit-learn search: **every candidate on every fold, plus the refit**. The
   fold fits are not kept by scikit-learn, so each is charged its *planned* event
   (:func:`skfairdp.privacy.planning.planned_fit_event`: the candidate's parameters, on
@@ -33,6 +36,7 @@ What each object contributes:
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -40,9 +44,10 @@ import dp_accounting
 
 from .accountant import PRIVACY_UNITS, PrivacySpent, epsilon_spent
 from .events import compose
-from .planning import is_stateless, planned_delta, planned_fit_event
+from .planning import planned_delta, planned_fit_event
+from .row_blind import reads_no_rows, row_reading_hint
 
-__all__ = ["spent", "spent_event"]
+__all__ = ["UnaccountedStepWarning", "spent", "spent_event", "unaccounted_steps"]
 
 # The unit of a release that read only X and y (a scikit-learn step, a skfairdp
 # preprocessing step): priced as "record", free under "sensitive" (X, y public).
@@ -57,6 +62,11 @@ class _Release:
     delta: float | None
     privacy_unit: str
     accountant: str
+    step: str = ""  # where it sits in obj, as set_params names it, and what it is
+
+
+class UnaccountedStepWarning(UserWarning):
+    """:func:`spent` is infinite: the message names the steps that read rows without noise."""
 
 
 def spent(
@@ -81,8 +91,9 @@ def spent(
     Returns
     -------
     PrivacySpent
-        ``(epsilon, delta)``; ``(inf, 0.0)`` if anything read the data without noise,
-        ``(0.0, 0.0)`` if nothing private was released.
+        ``(epsilon, delta)``; ``(inf, 0.0)`` if anything read the data without noise
+        (with an :class:`UnaccountedStepWarning` naming those steps, which
+        :func:`unaccounted_steps` lists), ``(0.0, 0.0)`` if nothing private was released.
 
     Raises
     ------
@@ -106,6 +117,7 @@ def spent(
         kinds = {r.accountant for r in releases}
         accountant = kinds.pop() if len(kinds) == 1 else "auto"
     if _non_private(event):
+        warnings.warn(_unaccounted_message(releases), UnaccountedStepWarning, stacklevel=2)
         return PrivacySpent(math.inf, 0.0)
     if isinstance(compose([event]), dp_accounting.NoOpDpEvent):
         return PrivacySpent(0.0, 0.0)
@@ -126,6 +138,40 @@ def spent_event(obj, *, X=None, y=None, groups=None) -> dp_accounting.DpEvent:
         ``ComposedDpEvent`` of every fit's event, in order (no-ops dropped).
     """
     return _composed(obj, X, y, groups)[0]
+
+
+def unaccounted_steps(obj, *, X=None, y=None, groups=None) -> list[str]:
+    """The steps of ``obj`` that read the rows without noise (what makes :func:`spent` infinite).
+
+    Parameters
+    ----------
+    obj, X, y, groups
+        As in :func:`spent`.
+
+    Returns
+    -------
+    list of str
+        One entry per step: its path in ``obj`` (``set_params`` style,
+        ``"columntransformer__num"``; a list's items are ``"[i]"``), the step, and what
+        would make it free or accounted. Empty when the cost is finite.
+    """
+    return _unaccounted(_composed(obj, X, y, groups)[1])
+
+
+def _unaccounted(releases: list[_Release]) -> list[str]:
+    steps = [r.step for r in releases if _non_private(r.event)]
+    return list(dict.fromkeys(steps))
+
+
+def _unaccounted_message(releases: list[_Release]) -> str:
+    steps = _unaccounted(releases)
+    listed = "\n".join(f"  - {step}" for step in steps)
+    return (
+        f"spent() is infinite: {len(steps)} step{'s' if len(steps) > 1 else ''} read the "
+        f"training rows without noise:\n{listed}\nRow-blind steps (FunctionTransformer, "
+        "SimpleImputer(strategy='constant', keep_empty_features=True), encoders with "
+        "declared categories) cost nothing; see skfairdp.privacy.row_blind."
+    )
 
 
 def _composed(obj, X, y, groups) -> tuple[dp_accounting.DpEvent, list[_Release]]:
@@ -175,16 +221,32 @@ def _options(estimator) -> tuple[str, str]:
     return unit, options.get("accountant", getattr(estimator, "accountant", "auto"))
 
 
-def _recorded(estimator) -> _Release:
+def _recorded(estimator, path: str) -> _Release:
     spent_ = getattr(estimator, "privacy_spent_", None)
     delta = None if spent_ is None else float(spent_.delta)
     unit, accountant = _options(estimator)
     if accountant not in ("auto", "rdp", "pld"):
         accountant = "auto"
-    return _Release(estimator.dp_event_, delta, unit, accountant)
+    step = _label(path, estimator, "its dp_event_ holds a release without noise (epsilon=inf?)")
+    return _Release(estimator.dp_event_, delta, unit, accountant, step)
 
 
-def _releases(obj, X, y, groups):
+def _label(path: str, estimator, why: str) -> str:
+    text = _one_line(estimator)
+    return f"{path}: {text}: {why}" if path else f"{text}: {why}"
+
+
+def _one_line(estimator) -> str:
+    """``repr(estimator)`` on one line, at most 100 characters."""
+    text = " ".join(repr(estimator).split())
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def _join(path: str, name) -> str:
+    return f"{path}__{name}" if path else str(name)
+
+
+def _releases(obj, X, y, groups, path: str = ""):
     from sklearn.compose import ColumnTransformer
     from sklearn.model_selection._search import BaseSearchCV
     from sklearn.pipeline import Pipeline
@@ -195,28 +257,29 @@ def _releases(obj, X, y, groups):
                 "a cross_validate result needs return_estimator=True: the fits' dp_event_ are "
                 "read from result['estimator']"
             )
-        yield from _releases(list(obj["estimator"]), X, y, groups)
+        yield from _releases(list(obj["estimator"]), X, y, groups, _join(path, "estimator"))
     elif isinstance(obj, (list, tuple)):
-        for item in obj:
-            yield from _releases(item, X, y, groups)
+        for i, item in enumerate(obj):
+            yield from _releases(item, X, y, groups, f"{path}[{i}]")
     elif getattr(obj, "dp_event_", None) is not None:
-        yield _recorded(obj)
+        yield _recorded(obj, path)
     elif isinstance(obj, Pipeline):
         _check_fitted(obj)
-        for _, step in obj.steps:
-            yield from _releases(step, X, y, groups)
+        for name, step in obj.steps:
+            yield from _releases(step, X, y, groups, _join(path, name))
     elif isinstance(obj, ColumnTransformer):
         _check_fitted(obj)
-        for _, transformer, _ in obj.transformers_:
-            yield from _releases(transformer, X, y, groups)
+        for name, transformer, _ in obj.transformers_:
+            yield from _releases(transformer, X, y, groups, _join(path, name))
     elif isinstance(obj, BaseSearchCV):
-        yield from _search_releases(obj, X, y, groups)
-    elif is_stateless(obj):
+        yield from _search_releases(obj, X, y, groups, path)
+    elif reads_no_rows(obj):
         return
     else:
         _check_fitted(obj)
         # fitted on the data without any noise (a scikit-learn scaler, a non-private model)
-        yield _Release(dp_accounting.NonPrivateDpEvent(), None, _XY, "auto")
+        step = _label(path, obj, row_reading_hint(obj))
+        yield _Release(dp_accounting.NonPrivateDpEvent(), None, _XY, "auto", step)
 
 
 def _check_fitted(obj) -> None:
@@ -225,7 +288,7 @@ def _check_fitted(obj) -> None:
     check_is_fitted(obj)
 
 
-def _search_releases(search, X, y, groups):
+def _search_releases(search, X, y, groups, path: str):
     """Every candidate on every fold (planned events) plus the refit (recorded)."""
     from sklearn.base import clone, is_classifier
     from sklearn.model_selection import check_cv
@@ -250,31 +313,38 @@ def _search_releases(search, X, y, groups):
             f"the search was fitted with {search.n_splits_} splits but its cv gives {len(sizes)} "
             "on this X, y: pass the data the search was fitted on"
         )
+    folds, note = _join(path, "estimator"), f" (the fold fits of {type(search).__name__})"
     for params in search.cv_results_["params"]:
         candidate = clone(search.estimator).set_params(**params)
         for n in sizes:
-            yield from _planned(candidate, n)
+            yield from _planned(candidate, n, folds, note)
     if getattr(search, "refit", False) and hasattr(search, "best_estimator_"):
-        yield from _releases(search.best_estimator_, X, y, groups)
+        yield from _releases(search.best_estimator_, X, y, groups, _join(path, "best_estimator_"))
 
 
-def _planned(estimator, n: int):
+def _planned(estimator, n: int, path: str, note: str):
     """The planned releases of fitting ``estimator`` on ``n`` rows, step by step."""
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
 
     if isinstance(estimator, Pipeline):
-        for _, step in estimator.steps:
-            yield from _planned(step, n)
+        for name, step in estimator.steps:
+            yield from _planned(step, n, _join(path, name), note)
         return
     if isinstance(estimator, ColumnTransformer):
-        for _, transformer, _ in estimator.transformers:
-            yield from _planned(transformer, n)
-        yield from _planned(estimator.remainder, n)
+        for name, transformer, _ in estimator.transformers:
+            yield from _planned(transformer, n, _join(path, name), note)
+        yield from _planned(estimator.remainder, n, _join(path, "remainder"), note)
         return
     unit, accountant = _options(estimator)
     if getattr(estimator, "dp_event_", None) is None and not hasattr(estimator, "epsilon"):
         unit = _XY  # a scikit-learn step: reads X (and y) only
     if accountant not in ("auto", "rdp", "pld"):
         accountant = "auto"
-    yield _Release(planned_fit_event(estimator, n), planned_delta(estimator, n), unit, accountant)
+    event = planned_fit_event(estimator, n)
+    why = (
+        row_reading_hint(estimator)
+        or "its planned event holds a release without noise (epsilon=inf?)"
+    )
+    step = _label(path + note, estimator, why) if _non_private(event) else path
+    yield _Release(event, planned_delta(estimator, n), unit, accountant, step)

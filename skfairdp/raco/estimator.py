@@ -29,6 +29,7 @@ from ..fairness.rates import (
     compile_rate_constraints,
     resolve_constraints,
 )
+from ..fairness.routing import routing_hint
 from .accounting import RacoAccounting
 from .problem import RacoProblem
 from .solutions import SOLUTIONS, TAIL_FRACTION, iterate_track, mixture_proba, store_solution
@@ -253,12 +254,14 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
             if sensitive_features is None:
                 raise ValueError(
                     f"sensitive_features is required by constraints={self.constraints!r}: pass "
-                    "fit(X, y, sensitive_features=...) (with metadata routing enabled inside a "
-                    f"Pipeline or GridSearchCV). ({exc})"
+                    f"fit(X, y, sensitive_features=...). {routing_hint()} ({exc})"
                 ) from exc
             raise
         if program.uses_groups and sensitive_features is None:
-            raise ValueError(f"sensitive_features is required by constraints={self.constraints!r}")
+            raise ValueError(
+                f"sensitive_features is required by constraints={self.constraints!r}: pass "
+                f"fit(X, y, sensitive_features=...). {routing_hint()}"
+            )
         self.rate_program_ = program
         self.constraint_names_ = list(program.names)
         return codes

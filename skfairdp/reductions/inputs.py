@@ -16,6 +16,7 @@ from sklearn.preprocessing import LabelEncoder
 from .._fit.schedules import CGOO_ORACLE_PARAMS, cgoo_max_iter, cgoo_oracle_params
 from .._fit.validation import check_sample_weight, check_X, check_y, check_y_numeric, densify
 from ..fairness import encode_sensitive_features
+from ..fairness.routing import routing_hint
 from .atoms import CellPositives, WeightedCells, cell_codes
 from .constraints import resolve_constraint
 from .objectives import OBJECTIVES, resolve_objective
@@ -142,7 +143,7 @@ def validate_data(
     if sensitive_features is None:
         raise ValueError(
             "CGOOReduction.fit needs sensitive_features (the groups its constraint and "
-            "objective are about)"
+            f"objective are about). {routing_hint()}"
         )
     X = densify(check_X(est, X, reset=True, ensure_min_samples=2))
     y = (check_y_numeric if regression else check_y)(est, y, X.shape[0])
