@@ -200,6 +200,25 @@ class DPFermiClassifier(PrivateClassifierBase):
         spent so far, ``steps``, ``dur``. Loss and psi are computed on raw
         training batches and are NOT covered by the privacy guarantee.
     n_steps_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 3))
+    >>> s = rng.integers(0, 2, size=400)  # the sensitive attribute
+    >>> y = (X[:, 0] + s + rng.normal(size=400) > 0.5).astype(int)
+    >>> from skfairdp import DPFermiClassifier
+    >>> clf = DPFermiClassifier(fairness_weight=2.0, epsilon=1.0, max_epochs=3, random_state=0)
+    >>> clf.fit(X, y, sensitive_features=s).predict(X[:5]).shape
+    (5,)
+    >>> round(clf.privacy_spent_.epsilon, 2)
+    1.0
+
+    Predicting needs no sensitive attribute. In a ``Pipeline`` or a search,
+    ``sensitive_features`` reaches ``fit`` through metadata routing
+    (``sklearn.set_config(enable_metadata_routing=True)``, then
+    ``clf.set_fit_request(sensitive_features=True)``).
     """
 
     _parameter_constraints = parameter_constraints(

@@ -142,10 +142,20 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     Examples
     --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 3))
+    >>> s = rng.integers(0, 2, size=400)  # the sensitive attribute
+    >>> y = (X[:, 0] + s + rng.normal(size=400) > 0.5).astype(int)
     >>> from skfairdp import DPSGDClassifier
     >>> from skfairdp.postprocessing import DPThresholdOptimizer
-    >>> post = DPThresholdOptimizer(DPSGDClassifier(), epsilon=1.0, random_state=0)
-    >>> post.fit(X, y, sensitive_features=s).predict(X, sensitive_features=s)  # doctest: +SKIP
+    >>> post = DPThresholdOptimizer(DPSGDClassifier(max_epochs=3), epsilon=1.0, random_state=0)
+    >>> post.fit(X, y, sensitive_features=s)
+    DPThresholdOptimizer(estimator=DPSGDClassifier(max_epochs=3), random_state=0)
+    >>> post.predict(X[:5], sensitive_features=s[:5]).shape  # needs each row's group
+    (5,)
+    >>> round(post.privacy_spent_.epsilon, 2)  # the classifier's fit and the histogram
+    1.0
     """
 
     _parameter_constraints: dict = {

@@ -190,6 +190,21 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         Per epoch: ``loss`` (raw batches, NOT private), ``constraint_violation``
         (mean over the epoch's steps of ``max_j Gamma_hat_j - gamma_j``, from the
         released histograms: private), ``lambda_max``, ``epsilon``, ``steps``, ``dur``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 3))
+    >>> s = rng.integers(0, 2, size=400)  # the sensitive attribute
+    >>> y = (X[:, 0] + s + rng.normal(size=400) > 0.5).astype(int)
+    >>> from skfairdp import RaCODPClassifier
+    >>> clf = RaCODPClassifier("demographic_parity", tolerance=0.05, epsilon=1.0,
+    ...                        max_epochs=3, random_state=0)
+    >>> clf.fit(X, y, sensitive_features=s).predict(X[:5]).shape
+    (5,)
+    >>> round(clf.privacy_spent_.epsilon, 2)
+    1.0
     """
 
     _parameter_constraints = parameter_constraints(
