@@ -129,7 +129,7 @@ class FairLensClassifier(NoisySGDClassifierBase):
         As :class:`~skfairdp.baselines.DPSGDFClassifier`, whose ``lr`` default
         of 0.1 it shares (the paper's is 0.01: pass ``lr=0.01`` to reproduce it).
         At ε = 1 with 0.01 its default fit was worse than the majority class on
-        German (sex) and Communities and Crime; see doc/choosing.md.
+        German (sex) and Communities and Crime; see :doc:`/choosing`.
 
     Attributes
     ----------

@@ -183,7 +183,7 @@ class GlobalScalingDPClassifier(UngroupedFitMixin, NoisySGDClassifierBase):
     *without using group labels* (Esipova, Ashari Ghomi, Luo & Cresswell,
     "Disparate Impact in Differential Privacy from Gradient Misalignment",
     ICLR 2023). ``Z`` tracks a high quantile of the gradient norms through a
-    noisy count released with each step. See ``doc/global_scaling.md``.
+    noisy count released with each step. See :doc:`/global_scaling`.
 
     Parameters
     ----------

@@ -51,7 +51,7 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
     gradient descent-ascent on the DP-FERMI objective: every silo draws its own
     Poisson batch, clips its per-sample gradients, adds its own Gaussian noise and
     sends the noisy mean gradients in ``theta`` and ``W``; the server averages
-    them, steps ``theta`` down and ``W`` up (projected). See doc/federated.md.
+    them, steps ``theta`` down and ``W`` up (projected). See :doc:`/federated`.
 
     Parameters
     ----------

@@ -53,7 +53,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         the positive-label part of the latter (``classes_[-1]``).
     fairness_weight : float, default=1.0
         ``lambda >= 0``, the weight of ERMI against the loss (documented range 0 to
-        64; try 4 to 16, see doc/dpfermi.md). With 0 the estimator is DP-SGD and
+        64; try 4 to 16, see :doc:`/dpfermi`). With 0 the estimator is DP-SGD and
         needs no groups.
     epsilon : float, default=1.0
         Target epsilon; ``np.inf`` trains without noise or clipping (shuffled
@@ -75,13 +75,13 @@ class DPFermiClassifier(PrivateClassifierBase):
         weights). Each row's clipped contributions are multiplied by its weight,
         so with ``sample_weight`` every sensitivity (theta- and W-gradients, the
         group histogram) is scaled by this bound; without it, it changes nothing.
-        See doc/privacy.md.
+        See :doc:`/privacy`.
     noise_multiplier : None or float, default=None
         ``None`` calibrates the noise to ``(epsilon, delta)`` for ``max_epochs``
         epochs. A float fixes theta's noise multiplier (W's is twice it) and
         trains for the largest number of steps whose event stays within
         ``(epsilon, delta)``, at most ``max_epochs`` epochs (the oracle contract,
-        doc/design.md). Not with ``calibration="paper"``.
+        :doc:`/design`). Not with ``calibration="paper"``.
     dual_bound : "auto" or float, default="auto"
         Bound on the dual variable: the radius of the Frobenius ball that W
         (each block) is projected on; ``"auto"`` is

@@ -91,7 +91,7 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
     """Private random hyperparameter search inside one ``(epsilon, delta)`` (Papernot & Steinke).
 
     See the module docstring (:mod:`skfairdp.model_selection.search`) for the mechanism,
-    its accounting and the selection rule; doc/model_selection.md for a guide.
+    its accounting and the selection rule; :doc:`/model_selection` for a guide.
 
     Parameters
     ----------

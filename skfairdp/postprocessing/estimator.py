@@ -96,7 +96,7 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         rates are noisier the more bins split its rows: at epsilon=1 with a 5 %
         minority, 50 bins left a test DP violation of 0.087 where 20 bins give 0.018
         (Adult, 5 seeds, ``experiments/minority_share.py``); on full Adult the two
-        are within 0.0015 of error (doc/postprocessing.md).
+        are within 0.0015 of error (:doc:`/postprocessing`).
     epsilon : float, default=1.0
         Total budget of this fit (``np.inf``: exact counts, fairlearn's result
         up to the binning).

@@ -86,7 +86,7 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         ``N_CANDIDATES`` iterates and the average, the one with the smallest
         error whose constraints hold, by one noisy evaluation on the training set
         that costs ``SELECTION_SHARE`` of the budget (accounted). All but
-        ``"best"`` are post-processing of the training run: free. See doc/raco.md.
+        ``"best"`` are post-processing of the training run: free. See :doc:`/raco`.
     max_grad_norm : "auto" or float, default="auto"
         Clipping norm ``C`` of the per-sample gradient of
         ``loss_i + B_exp <W[q(i)], sigma_tau(h_i)>``. A constraint acts through
@@ -94,7 +94,7 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         above the loss gradient (clipping bias: with ``C = 1`` a false-negative-rate
         bound of 0.2 on Adult stays out of reach), while the noise grows with ``C``.
         ``"auto"``: ``n * epsilon / 5,000`` between 1 and 10
-        (``raco_max_grad_norm`` in ``_fit/schedules.py``); see doc/raco.md.
+        (``raco_max_grad_norm`` in ``_fit/schedules.py``); see :doc:`/raco`.
     max_sample_weight : float, default=1.0
         Public bound on ``sample_weight``, as in :class:`~skfairdp.DPFermiClassifier`;
         it scales the histogram's sensitivity too (rates are weighted).

@@ -88,7 +88,7 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
     is a randomised classifier; unlike it, every statistic that steers the fit is
     released with noise and accounted.
 
-    **Regression** (Alabi's subgroup-weights case study, ``doc/cgoo.md``): when the
+    **Regression** (Alabi's subgroup-weights case study, :doc:`/cgoo`): when the
     oracle is a regressor (``sklearn.base.is_regressor``, e.g.
     :class:`~skfairdp.DPSGDRegressor`), the statistics are the per-group sums of
     the atoms' squared residuals, each row's clipped at ``loss_bound``; the
