@@ -1,8 +1,8 @@
 """Sphinx configuration of the skfairdp documentation.
 
-Build (warnings are errors, as CI does)::
+Build (warnings are errors, as CI does; torch first, as for the package)::
 
-    pip install ".[docs]"
+    pip install torch==2.13.0 && pip install ".[docs]"
     python -m sphinx -W --keep-going -b html doc doc/_build/html
 
 ``SKFAIRDP_DOCS_GALLERY=0`` skips running the examples (the gallery pages then
@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -69,8 +70,11 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "footer_start": ["copyright"],
+    # the top level is "User guide", "Examples", "API reference": all in the navbar
+    "header_links_before_dropdown": 6,
 }
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]  # wide tables scroll instead of being clipped
 
 # -- sphinx-gallery -----------------------------------------------------------------
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -78,8 +82,15 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 sphinx_gallery_conf = {
     "examples_dirs": str(HERE.parent / "examples"),
     "gallery_dirs": "auto_examples",
-    "filename_pattern": r"/plot_",  # run the plot_*.py examples
-    "ignore_pattern": r"^(?!.*plot_[^/]*\.py$)",  # research scripts stay out of the gallery
+    # run the plot_*.py examples; the others (dpfermi_defaults.py: 8 minutes) are shown
+    # as code, without output
+    "filename_pattern": r"/plot_",
+    "ignore_pattern": r"__init__\.py",
+    # each API page lists the examples that use its object (the minigallery directive
+    # of _templates/autosummary), and the examples' code links to the API pages
+    "doc_module": ("skfairdp",),
+    "backreferences_dir": "_autogen/backreferences",
+    "reference_url": {"skfairdp": None},
     "plot_gallery": os.environ.get("SKFAIRDP_DOCS_GALLERY", "1") != "0",
     "abort_on_example_error": True,
     "download_all_examples": False,
@@ -113,6 +124,10 @@ def _first_line(obj) -> str:
     return doc.strip().splitlines()[0] if doc.strip() else ""
 
 
+# short name of each public class and function -> its documented full name
+API_TARGETS: dict[str, str] = {}
+
+
 def write_api_reference(path: Path) -> None:
     """Write the API page: one autosummary table per public module present."""
     lines = [
@@ -126,6 +141,7 @@ def write_api_reference(path: Path) -> None:
         "",
     ]
     seen: set[int] = set()
+    API_TARGETS.clear()
     for module_name, title, intro in API_SECTIONS:
         try:
             module = importlib.import_module(module_name)
@@ -139,6 +155,7 @@ def write_api_reference(path: Path) -> None:
                 if id(obj) in seen:
                     continue
                 seen.add(id(obj))
+                API_TARGETS.setdefault(name, f"{module_name}.{name}")
             entries.append(name)  # constants too (their ``#:`` comment is the docstring)
         if not entries:
             continue
@@ -177,15 +194,50 @@ USER_GUIDE = [
 ]
 PLACEHOLDER = "%USER_GUIDE_PAGES%"
 
+# `DPFermiClassifier`, `skfairdp.DPFermiClassifier`, `skfairdp.fermi.DPFermiClassifier`
+# (a code span, nothing else in it)
+CODE_NAME = re.compile(r"(?<![`\w])`((?:skfairdp\.(?:\w+\.)*)?(\w+))`(?![`\w])")
+# a link to an example of the repository, e.g. ](../examples/plot_x.py)
+EXAMPLE_LINK = re.compile(r"\]\(\.\./examples/(\w+)\.py\)")
+
+
+def _link_api_names(text: str) -> str:
+    """Make the code spans that name a public class or function links to its API page.
+
+    The Markdown pages name them in backticks, which reads well on a forge; on the
+    site they become cross-references. Code blocks and headings are left alone.
+    """
+
+    def link(match: re.Match) -> str:
+        spelled, name = match.group(1), match.group(2)
+        target = API_TARGETS.get(name)
+        if target is None or not (spelled == name or spelled.startswith("skfairdp.")):
+            return match.group(0)
+        return f"{{py:obj}}`{spelled} <{target}>`"
+
+    lines, fenced = [], False
+    for line in text.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and not line.startswith("#"):
+            line = CODE_NAME.sub(link, line)
+        lines.append(line)
+    return "\n".join(lines)
+
 
 def _source_read(app, docname: str, source: list[str]) -> None:
-    if docname == "index" and PLACEHOLDER in source[0]:
+    if docname == "user_guide" and PLACEHOLDER in source[0]:
         pages = [p for p in USER_GUIDE if (HERE / f"{p}.md").exists()]
         source[0] = source[0].replace(PLACEHOLDER, "\n".join(pages))
-    # The pages link to files of the repository outside doc/ (benchmark results,
-    # examples) so that they read well on a forge; on the site those are downloads.
+    if not str(app.env.doc2path(docname)).endswith(".md"):
+        return
+    # The pages link to the examples of the repository so that they read well on a
+    # forge; on the site those links open the gallery's pages.
+    source[0] = EXAMPLE_LINK.sub(r"](auto_examples/\1.rst)", source[0])
+    # Other files of the repository outside doc/ (benchmark results) are downloads.
     for folder in ("benchmarks", "experiments", "examples"):
         source[0] = source[0].replace(f"](../{folder}/", f"](path:../{folder}/")
+    source[0] = _link_api_names(source[0])
 
 
 def _skip_member(app, what, name, obj, skip, options):

@@ -1,10 +1,14 @@
-"""How DPFermiClassifier's defaults compare with nearby values, on Adult at epsilon = 1.
+"""
+DPFermiClassifier's defaults against nearby values
+==================================================
 
-Changes one training parameter at a time (learning rate, batch size, epochs,
-clipping norm, W step size lr_dual) and reports test accuracy and demographic-parity
-violation for fairness_weight 0, 4 and 8, averaged over two seeds (split and noise), at
-epsilon = 1, delta = 1e-5, privacy_unit = "record". This produces the table in
-doc/dpfermi.md.
+How :class:`~skfairdp.DPFermiClassifier`'s defaults compare with nearby values, on
+Adult at epsilon = 1. Changes one training parameter at a time (learning rate, batch
+size, epochs, clipping norm, W step size lr_dual) and reports test accuracy and
+demographic-parity violation for fairness_weight 0, 4 and 8, averaged over two seeds
+(split and noise), at epsilon = 1, delta = 1e-5, privacy_unit = "record". This produces
+the table in :doc:`/dpfermi` (section "How the defaults were chosen"); the documentation
+build does not run it.
 
 Run:  python examples/dpfermi_defaults.py   (about 8 minutes on 2 CPU cores)
 """

@@ -59,7 +59,12 @@ from skfairdp._fit.validation import HiddenLayerSizes
 from skfairdp.dpsgd.core import NoisySGDClassifierBase
 from skfairdp.dpsgd.same_batch import CALIBRATIONS
 
-pytestmark = pytest.mark.filterwarnings("ignore::skfairdp.baselines.UnboundedSensitivityWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::skfairdp.baselines.UnboundedSensitivityWarning"),
+    # scikit-learn's checks fit on tiny random data; the degenerate-model check is
+    # test_hardening.py's subject
+    pytest.mark.filterwarnings("ignore::skfairdp._fit.degenerate.DegenerateModelWarning"),
+]
 
 PUBLIC = [
     DPFermiClassifier,

@@ -23,6 +23,10 @@ from skfairdp.preprocessing import DPStandardScaler
 from skfairdp.privacy import epsilon_spent, spent
 from skfairdp.privacy.events import compose
 
+# The inner classifiers are fitted on small samples at small epsilon (the
+# post-processing is the subject); the degenerate-model check is test_hardening.py's.
+pytestmark = pytest.mark.filterwarnings("ignore::skfairdp._fit.degenerate.DegenerateModelWarning")
+
 
 class ScoreColumn(ClassifierMixin, BaseEstimator):
     """TEST-ONLY prefit scorer: ``predict_proba[:, 1]`` is X's first column (clipped to [0, 1])."""

@@ -88,7 +88,7 @@ class PrivateFitMixin:
             share of every released count or histogram) are multiplied by its
             weight. With a finite ``epsilon`` every weight must be at most
             ``max_sample_weight``, which scales every sensitivity (see
-            doc/privacy.md). Requested by default under metadata routing.
+            :doc:`/privacy`). Requested by default under metadata routing.
 
         Returns
         -------

@@ -153,6 +153,20 @@ class DPSGDFClassifier(NoisySGDClassifierBase):
     history_, n_steps_, module_, classes_
         As :class:`~skfairdp.GlobalScalingDPClassifier`; ``noise_multiplier_``
         is the gradient-noise std over ``max_k C_k``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 3))
+    >>> s = rng.integers(0, 2, size=400)  # the sensitive attribute
+    >>> y = (X[:, 0] + s + rng.normal(size=400) > 0.5).astype(int)
+    >>> from skfairdp import DPSGDFClassifier
+    >>> clf = DPSGDFClassifier(epsilon=1.0, hidden_layer_sizes=(16,), max_epochs=3, random_state=0)
+    >>> clf.fit(X, y, sensitive_features=s).predict(X[:5]).shape
+    (5,)
+    >>> round(clf.privacy_spent_.epsilon, 2)
+    1.0
     """
 
     _parameter_constraints = parameter_constraints(

@@ -129,12 +129,28 @@ class FairLensClassifier(NoisySGDClassifierBase):
         As :class:`~skfairdp.baselines.DPSGDFClassifier`, whose ``lr`` default
         of 0.1 it shares (the paper's is 0.01: pass ``lr=0.01`` to reproduce it).
         At ε = 1 with 0.01 its default fit was worse than the majority class on
-        German (sex) and Communities and Crime; see doc/choosing.md.
+        German (sex) and Communities and Crime; see :doc:`/choosing`.
 
     Attributes
     ----------
     group_encoder_, privacy_spent_, dp_event_, noise_multiplier_,
     effective_noise_multiplier_, history_, n_steps_, module_, classes_
+
+    Examples
+    --------
+    The fit warns ``UnboundedSensitivityWarning`` (its ``privacy_spent_`` is the
+    literature's accounting, not a proven guarantee):
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 3))
+    >>> s = rng.integers(0, 2, size=400)  # the sensitive attribute
+    >>> y = (X[:, 0] + s + rng.normal(size=400) > 0.5).astype(int)
+    >>> from skfairdp import FairLensClassifier
+    >>> clf = FairLensClassifier(epsilon=1.0, hidden_layer_sizes=(16,), batch_size=64,
+    ...                          max_epochs=3, random_state=0)
+    >>> clf.fit(X, y, sensitive_features=s).predict(X[:5]).shape
+    (5,)
     """
 
     _parameter_constraints = parameter_constraints(

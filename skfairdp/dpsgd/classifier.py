@@ -66,6 +66,20 @@ class DPSGDClassifier(UngroupedFitMixin, NoisySGDClassifierBase):
     n_steps_ : int
     batch_size_, max_epochs_ : int
         The schedule the fit ran with (``"auto"`` resolved from ``n``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 3))
+    >>> s = rng.integers(0, 2, size=400)  # the sensitive attribute
+    >>> y = (X[:, 0] + s + rng.normal(size=400) > 0.5).astype(int)
+    >>> from skfairdp import DPSGDClassifier
+    >>> clf = DPSGDClassifier(epsilon=1.0, max_epochs=3, random_state=0).fit(X, y)
+    >>> clf.predict_proba(X[:5]).shape
+    (5, 2)
+    >>> round(clf.privacy_spent_.epsilon, 2)
+    1.0
     """
 
     _parameter_constraints = parameter_constraints(

@@ -183,7 +183,7 @@ class GlobalScalingDPClassifier(UngroupedFitMixin, NoisySGDClassifierBase):
     *without using group labels* (Esipova, Ashari Ghomi, Luo & Cresswell,
     "Disparate Impact in Differential Privacy from Gradient Misalignment",
     ICLR 2023). ``Z`` tracks a high quantile of the gradient norms through a
-    noisy count released with each step. See ``doc/global_scaling.md``.
+    noisy count released with each step. See :doc:`/global_scaling`.
 
     Parameters
     ----------
@@ -279,6 +279,21 @@ class GlobalScalingDPClassifier(UngroupedFitMixin, NoisySGDClassifierBase):
     ``fit`` takes no group labels, by design: the method treats every row
     alike. Evaluate per-group effects with
     :func:`skfairdp.diagnostics.disparate_impact_report`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 3))
+    >>> s = rng.integers(0, 2, size=400)  # the sensitive attribute
+    >>> y = (X[:, 0] + s + rng.normal(size=400) > 0.5).astype(int)
+    >>> from skfairdp import GlobalScalingDPClassifier
+    >>> clf = GlobalScalingDPClassifier(epsilon=1.0, hidden_layer_sizes=(16,), batch_size=64,
+    ...                                 max_epochs=5, random_state=0)
+    >>> clf.fit(X, y).predict(X[:5]).shape  # no group labels
+    (5,)
+    >>> round(clf.privacy_spent_.epsilon, 2)
+    1.0
     """
 
     _parameter_constraints = parameter_constraints(

@@ -82,6 +82,19 @@ class DPSGDRegressor(UngroupedFitMixin, ActivationModuleMixin, PrivateRegressorB
     -----
     Scale the features and the target first (e.g. ``StandardScaler``): clipping
     bounds each row's gradient, so the scale decides how much of it survives.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 3))
+    >>> y = X @ [1.0, -0.5, 0.0] + 0.1 * rng.normal(size=400)
+    >>> from skfairdp import DPSGDRegressor
+    >>> reg = DPSGDRegressor(epsilon=1.0, batch_size=64, max_epochs=5, random_state=0)
+    >>> reg.fit(X, y).predict(X[:5]).shape
+    (5,)
+    >>> round(reg.privacy_spent_.epsilon, 2)
+    1.0
     """
 
     _parameter_constraints = parameter_constraints("activation")

@@ -217,6 +217,7 @@ class GroupEncoder(BaseEstimator):
 
     Examples
     --------
+    >>> from skfairdp.fairness import GroupEncoder
     >>> enc = GroupEncoder().fit(["b", "a", "b"])
     >>> enc.transform(["a", "b"]).tolist()
     [0, 1]

@@ -128,6 +128,7 @@ def demographic_parity_violation(y_true: Any, y_pred: Any, *, sensitive_features
 
     Examples
     --------
+    >>> from skfairdp.metrics import demographic_parity_violation
     >>> demographic_parity_violation([1, 0, 0, 1], [1, 1, 0, 0],
     ...                              sensitive_features=[0, 0, 1, 1])
     1.0

@@ -147,6 +147,7 @@ class RateConstraint:
     --------
     At most 10% false positives among the women (true label 0):
 
+    >>> from skfairdp.fairness import Cells, RateConstraint
     >>> fpr_women = RateConstraint(
     ...     [(Cells(groups=["Female"], labels=[0]), {1: 1.0})], bound=0.1, name="FPR women"
     ... )

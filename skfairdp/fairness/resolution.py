@@ -82,6 +82,7 @@ default="demographic_parity"
     Two groups of one row each, half the predictions positive: an exactly fair
     coin disagrees with itself half of the time.
 
+    >>> from skfairdp.metrics import fair_violation_floor
     >>> round(fair_violation_floor([0, 1], [1, 0], sensitive_features=["a", "b"]), 1)
     0.5
     """

@@ -156,7 +156,7 @@ def make_fairness_scorer(violation: Callable[..., float], **kwargs: Any) -> Fair
 
     Examples
     --------
-    >>> from skfairdp.fairness import equal_opportunity_violation
+    >>> from skfairdp.metrics import equal_opportunity_violation, make_fairness_scorer
     >>> make_fairness_scorer(equal_opportunity_violation, pos_label="yes")
     make_fairness_scorer(equal_opportunity_violation, pos_label='yes')
     """

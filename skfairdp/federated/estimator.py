@@ -52,7 +52,7 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
     gradient descent-ascent on the DP-FERMI objective: every silo draws its own
     Poisson batch, clips its per-sample gradients, adds its own Gaussian noise and
     sends the noisy mean gradients in ``theta`` and ``W``; the server averages
-    them, steps ``theta`` down and ``W`` up (projected). See doc/federated.md.
+    them, steps ``theta`` down and ``W`` up (projected). See :doc:`/federated`.
 
     Parameters
     ----------
@@ -151,6 +151,20 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
     n_rounds_ : int
     history_ : skorch.history.History
         Per epoch: ``rounds``, ``dur``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 3))
+    >>> s = rng.integers(0, 2, size=400)  # the sensitive attribute
+    >>> y = (X[:, 0] + s + rng.normal(size=400) > 0.5).astype(int)
+    >>> from skfairdp import FederatedDPFermiClassifier
+    >>> clf = FederatedDPFermiClassifier(n_silos=2, epsilon=1.0, max_epochs=3, random_state=0)
+    >>> clf.fit(X, y, sensitive_features=s).predict(X[:5]).shape
+    (5,)
+    >>> [round(spent.epsilon, 2) for spent in clf.silo_privacy_spent_]  # each silo's own
+    [1.0, 1.0]
     """
 
     __metadata_request__fit = {

@@ -54,7 +54,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         the positive-label part of the latter (``classes_[-1]``).
     fairness_weight : float, default=1.0
         ``lambda >= 0``, the weight of ERMI against the loss (documented range 0 to
-        64; try 4 to 16, see doc/dpfermi.md). With 0 the estimator is DP-SGD and
+        64; try 4 to 16, see :doc:`/dpfermi`). With 0 the estimator is DP-SGD and
         needs no groups.
     epsilon : float, default=1.0
         Target epsilon; ``np.inf`` trains without noise or clipping (shuffled
@@ -76,13 +76,13 @@ class DPFermiClassifier(PrivateClassifierBase):
         weights). Each row's clipped contributions are multiplied by its weight,
         so with ``sample_weight`` every sensitivity (theta- and W-gradients, the
         group histogram) is scaled by this bound; without it, it changes nothing.
-        See doc/privacy.md.
+        See :doc:`/privacy`.
     noise_multiplier : None or float, default=None
         ``None`` calibrates the noise to ``(epsilon, delta)`` for ``max_epochs``
         epochs. A float fixes theta's noise multiplier (W's is twice it) and
         trains for the largest number of steps whose event stays within
         ``(epsilon, delta)``, at most ``max_epochs`` epochs (the oracle contract,
-        doc/design.md). Not with ``calibration="paper"``.
+        :doc:`/design`). Not with ``calibration="paper"``.
     dual_bound : "auto" or float, default="auto"
         Bound on the dual variable: the radius of the Frobenius ball that W
         (each block) is projected on; ``"auto"`` is
@@ -209,6 +209,25 @@ class DPFermiClassifier(PrivateClassifierBase):
         spent so far, ``steps``, ``dur``. Loss and psi are computed on raw
         training batches and are NOT covered by the privacy guarantee.
     n_steps_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 3))
+    >>> s = rng.integers(0, 2, size=400)  # the sensitive attribute
+    >>> y = (X[:, 0] + s + rng.normal(size=400) > 0.5).astype(int)
+    >>> from skfairdp import DPFermiClassifier
+    >>> clf = DPFermiClassifier(fairness_weight=2.0, epsilon=1.0, max_epochs=3, random_state=0)
+    >>> clf.fit(X, y, sensitive_features=s).predict(X[:5]).shape
+    (5,)
+    >>> round(clf.privacy_spent_.epsilon, 2)
+    1.0
+
+    Predicting needs no sensitive attribute. In a ``Pipeline`` or a search,
+    ``sensitive_features`` reaches ``fit`` through metadata routing
+    (``sklearn.set_config(enable_metadata_routing=True)``, then
+    ``clf.set_fit_request(sensitive_features=True)``).
     """
 
     _parameter_constraints = parameter_constraints(

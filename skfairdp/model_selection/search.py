@@ -91,7 +91,7 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
     """Private random hyperparameter search inside one ``(epsilon, delta)`` (Papernot & Steinke).
 
     See the module docstring (:mod:`skfairdp.model_selection.search`) for the mechanism,
-    its accounting and the selection rule; doc/model_selection.md for a guide.
+    its accounting and the selection rule; :doc:`/model_selection` for a guide.
 
     Parameters
     ----------
@@ -174,15 +174,24 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
 
     Examples
     --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 3))
+    >>> s = rng.integers(0, 2, size=400)  # the sensitive attribute
+    >>> y = (X[:, 0] + s + rng.normal(size=400) > 0.5).astype(int)
     >>> from skfairdp import DPFermiClassifier
     >>> from skfairdp.model_selection import PrivateSearchCV
     >>> search = PrivateSearchCV(
-    ...     DPFermiClassifier(max_epochs=5),
+    ...     DPFermiClassifier(max_epochs=3),
     ...     {"fairness_weight": [1.0, 4.0], "lr": [0.1, 0.5]},
-    ...     fairness="demographic_parity", max_violation=0.05, epsilon=1.0,
-    ... )  # doctest: +SKIP
-    >>> search.fit(X, y, sensitive_features=s).privacy_spent_  # doctest: +SKIP
-    PrivacySpent(epsilon=0.999, delta=2e-06)
+    ...     fairness="demographic_parity", max_violation=0.1, epsilon=1.0, random_state=0,
+    ... )
+    >>> search.fit(X, y, sensitive_features=s).predict(X[:5]).shape
+    (5,)
+    >>> sorted(search.best_params_)
+    ['fairness_weight', 'lr']
+    >>> round(search.privacy_spent_.epsilon, 2)  # the whole search, every run included
+    1.0
     """
 
     _parameter_constraints: dict = {

@@ -100,7 +100,7 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         hold a group's rows of one label only. At epsilon=1 with a 5 % minority, 50
         bins left a test DP violation of 0.087 where 20 give 0.018; on full Adult,
         equalized odds 0.047 with 20 bins and 0.035 with 10, at the same error
-        (5 seeds; doc/postprocessing.md). The value used is ``n_bins_``.
+        (5 seeds; :doc:`/postprocessing`). The value used is ``n_bins_``.
     epsilon : float, default=1.0
         Total budget of this fit (``np.inf``: exact counts, fairlearn's result
         up to the binning).
@@ -148,10 +148,20 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     Examples
     --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 3))
+    >>> s = rng.integers(0, 2, size=400)  # the sensitive attribute
+    >>> y = (X[:, 0] + s + rng.normal(size=400) > 0.5).astype(int)
     >>> from skfairdp import DPSGDClassifier
     >>> from skfairdp.postprocessing import DPThresholdOptimizer
-    >>> post = DPThresholdOptimizer(DPSGDClassifier(), epsilon=1.0, random_state=0)
-    >>> post.fit(X, y, sensitive_features=s).predict(X, sensitive_features=s)  # doctest: +SKIP
+    >>> post = DPThresholdOptimizer(DPSGDClassifier(max_epochs=3), epsilon=1.0, random_state=0)
+    >>> post.fit(X, y, sensitive_features=s)
+    DPThresholdOptimizer(estimator=DPSGDClassifier(max_epochs=3), random_state=0)
+    >>> post.predict(X[:5], sensitive_features=s[:5]).shape  # needs each row's group
+    (5,)
+    >>> round(post.privacy_spent_.epsilon, 2)  # the classifier's fit and the histogram
+    1.0
     """
 
     _parameter_constraints: dict = {

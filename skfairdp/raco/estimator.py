@@ -87,7 +87,7 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         ``N_CANDIDATES`` iterates and the average, the one with the smallest
         error whose constraints hold, by one noisy evaluation on the training set
         that costs ``SELECTION_SHARE`` of the budget (accounted). All but
-        ``"best"`` are post-processing of the training run: free. See doc/raco.md.
+        ``"best"`` are post-processing of the training run: free. See :doc:`/raco`.
     max_grad_norm : "auto" or float, default="auto"
         Clipping norm ``C`` of the per-sample gradient of
         ``loss_i + B_exp <W[q(i)], sigma_tau(h_i)>``. A constraint acts through
@@ -95,7 +95,7 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         above the loss gradient (clipping bias: with ``C = 1`` a false-negative-rate
         bound of 0.2 on Adult stays out of reach), while the noise grows with ``C``.
         ``"auto"``: ``n * epsilon / 5,000`` between 1 and 10
-        (``raco_max_grad_norm`` in ``_fit/schedules.py``); see doc/raco.md.
+        (``raco_max_grad_norm`` in ``_fit/schedules.py``); see :doc:`/raco`.
     max_sample_weight : float, default=1.0
         Public bound on ``sample_weight``, as in :class:`~skfairdp.DPFermiClassifier`;
         it scales the histogram's sensitivity too (rates are weighted).
@@ -191,6 +191,21 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         Per epoch: ``loss`` (raw batches, NOT private), ``constraint_violation``
         (mean over the epoch's steps of ``max_j Gamma_hat_j - gamma_j``, from the
         released histograms: private), ``lambda_max``, ``epsilon``, ``steps``, ``dur``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 3))
+    >>> s = rng.integers(0, 2, size=400)  # the sensitive attribute
+    >>> y = (X[:, 0] + s + rng.normal(size=400) > 0.5).astype(int)
+    >>> from skfairdp import RaCODPClassifier
+    >>> clf = RaCODPClassifier("demographic_parity", tolerance=0.05, epsilon=1.0,
+    ...                        max_epochs=3, random_state=0)
+    >>> clf.fit(X, y, sensitive_features=s).predict(X[:5]).shape
+    (5,)
+    >>> round(clf.privacy_spent_.epsilon, 2)
+    1.0
     """
 
     _parameter_constraints = parameter_constraints(

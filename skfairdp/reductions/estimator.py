@@ -88,7 +88,7 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
     is a randomised classifier; unlike it, every statistic that steers the fit is
     released with noise and accounted.
 
-    **Regression** (Alabi's subgroup-weights case study, ``doc/cgoo.md``): when the
+    **Regression** (Alabi's subgroup-weights case study, :doc:`/cgoo`): when the
     oracle is a regressor (``sklearn.base.is_regressor``, e.g.
     :class:`~skfairdp.DPSGDRegressor`), the statistics are the per-group sums of
     the atoms' squared residuals, each row's clipped at ``loss_bound``; the
@@ -241,6 +241,21 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
     classes_ : ndarray
         Classification only.
     n_features_in_, group_encoder_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 3))
+    >>> s = rng.integers(0, 2, size=400)  # the sensitive attribute
+    >>> y = (X[:, 0] + s + rng.normal(size=400) > 0.5).astype(int)
+    >>> from skfairdp import CGOOReduction, DPSGDClassifier
+    >>> red = CGOOReduction(DPSGDClassifier(max_epochs=3), difference_bound=0.05,
+    ...                     epsilon=1.0, random_state=0)
+    >>> red.fit(X, y, sensitive_features=s).predict(X[:5]).shape
+    (5,)
+    >>> round(red.privacy_spent_.epsilon, 2)
+    1.0
     """
 
     _parameter_constraints = {

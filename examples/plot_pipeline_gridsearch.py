@@ -1,4 +1,9 @@
-"""Tune DPFermiClassifier in a private Pipeline with GridSearchCV, and count what it all costs.
+"""
+A private pipeline in GridSearchCV, and what the whole search costs
+===================================================================
+
+Tune :class:`~skfairdp.DPFermiClassifier` in a private ``Pipeline`` with
+scikit-learn's ``GridSearchCV``, and count what it all costs.
 
 The pipeline starts from the raw Adult frame: a ``ColumnTransformer`` scales the
 numeric columns with :class:`~skfairdp.preprocessing.DPStandardScaler` (noisy,
@@ -19,11 +24,12 @@ Privacy: every fit in a grid search is a separate release from the same people.
 the refit, the preprocessing steps of each) with dp-accounting. The search
 itself selects on exact validation scores, which no accounting covers: for a
 search inside one budget, see :class:`skfairdp.model_selection.PrivateSearchCV`
-(examples/plot_private_pipeline_search.py).
+(the example on a private pipeline tuned inside one budget).
 
-Run:  python examples/pipeline_gridsearch.py   (about a minute on 2 CPU cores)
+Run:  python examples/plot_pipeline_gridsearch.py   (about a minute on 2 CPU cores)
 """
 
+# %%
 import numpy as np
 import sklearn
 import torch
@@ -46,6 +52,7 @@ X_train, X_test, y_train, y_test, sex_train, sex_test = train_test_split(
     X, y, sex, test_size=0.25, stratify=y, random_state=0
 )
 
+# %%
 # Public facts, declared without looking at the rows: the range of each numeric
 # column (domain knowledge) and the values of each categorical one (adult.names).
 numeric = {
@@ -62,6 +69,11 @@ preprocess = ColumnTransformer([("num", scaler, list(numeric)), ("cat", encoder,
 pipeline = make_pipeline(
     preprocess, DPFermiClassifier(epsilon=1.0, delta=1e-5, max_epochs=10, random_state=0)
 )
+
+
+# %%
+# The search: three fairness weights, three folds, and a refit rule that keeps the
+# most accurate candidate whose cross-validated DP violation is at most 0.1.
 
 
 def most_accurate_fair_enough(cv_results, max_violation=0.1):
@@ -94,7 +106,8 @@ print(
     f"{demographic_parity_violation(y_test, y_pred, sensitive_features=sex_test):.4f}"
 )
 
-# --- what the whole search spent --------------------------------------------------
+# %%
+# What the whole search spent.
 best = search.best_estimator_
 print(f"the refitted pipeline alone (scaler + classifier): {spent(best)}")
 # 3 candidates x 3 folds + 1 refit = 10 pipelines; the fold fits are charged their planned
