@@ -89,6 +89,17 @@ class DPSimpleImputer(TransformerMixin, PrivateStep):
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has string column names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfairdp.preprocessing import DPSimpleImputer
+    >>> X = np.array([[20.0], [np.nan], [60.0], [40.0]])
+    >>> DPSimpleImputer(strategy="constant", fill_value=0.0).fit_transform(X).ravel()
+    array([20.,  0., 60., 40.])
+    >>> imputer = DPSimpleImputer(bounds=(0, 100), epsilon=1.0, random_state=0).fit(X)
+    >>> imputer.transform(X).shape, round(imputer.privacy_spent_.epsilon, 2)
+    ((4, 1), 1.0)
     """
 
     _parameter_constraints: dict = {
