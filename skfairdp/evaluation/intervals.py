@@ -29,10 +29,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import ndtr
 
 __all__ = [
     "Posterior",
     "difference_interval",
+    "folded_interval",
     "draw_posterior",
     "equal_tailed",
     "ratio_interval",
@@ -65,22 +67,29 @@ def true_count_draws(
     low = np.maximum(m - SPAN * sigma, 0.0) ** prior
     high = (np.maximum(m, 0.0) + SPAN * sigma) ** prior
     t = low[:, None] + (high - low)[:, None] * np.linspace(0.0, 1.0, GRID)
-    n = t ** (1.0 / prior)
-    log_density = -0.5 * ((m[:, None] - n) / sigma) ** 2
+    log_density = -0.5 * ((m[:, None] - _power(t, 1.0 / prior)) / sigma) ** 2
     density = np.exp(log_density - log_density.max(axis=1, keepdims=True))
     cdf = np.cumsum(0.5 * (density[:, 1:] + density[:, :-1]), axis=1)
     cdf = np.concatenate([np.zeros((m.size, 1)), cdf / cdf[:, -1:]], axis=1)
     # inverse CDF of every cell at once: cell i's CDF shifted to [i, i + 1]
-    rows = np.arange(m.size)[:, None]
-    flat = (cdf + rows).ravel()
-    u = rng.random((m.size, n_draws)) + rows
-    right = np.clip(np.searchsorted(flat, u.ravel(), side="right"), 1, flat.size - 1)
+    rows = np.arange(m.size, dtype=np.float64)[:, None]
+    flat, t = (cdf + rows).ravel(), t.ravel()
+    u = (rng.random((m.size, n_draws)) + rows).ravel()
+    right = np.searchsorted(flat, u, side="right")
+    np.clip(right, 1, flat.size - 1, out=right)
     left = right - 1
-    width = flat[right] - flat[left]
-    fraction = np.where(width > 0, (u.ravel() - flat[left]) / np.where(width > 0, width, 1), 0)
-    drawn_t = t.ravel()[left] + fraction * (t.ravel()[right] - t.ravel()[left])
-    counts = drawn_t.reshape(m.size, n_draws) ** (1.0 / prior)
+    step = flat[right] - flat[left]
+    step[step == 0] = np.inf  # a flat stretch of the CDF: take its left end
+    u -= flat[left]
+    u /= step
+    u *= t[right] - t[left]
+    u += t[left]
+    counts = _power(u.reshape(m.size, n_draws), 1.0 / prior)
     return counts.T.reshape(n_draws, *noisy.shape)
+
+
+def _power(values: np.ndarray, exponent: float) -> np.ndarray:
+    return np.square(values) if exponent == 2.0 else values**exponent
 
 
 @dataclass(frozen=True)
@@ -158,6 +167,34 @@ def _ignore_nan(points: np.ndarray, fill: float) -> np.ndarray:
     return np.where(np.isnan(points), fill, points)
 
 
+def folded_interval(
+    center: np.ndarray, scale: np.ndarray, confidence: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Neyman's interval for ``|delta|`` from ``d ~ N(delta, scale^2)`` with ``|d| = center``.
+
+    ``|d|`` is folded normal; its law depends on ``|delta|`` only, and grows with
+    it, so inverting its equal-tailed tests gives an interval of exact coverage
+    (Bayesian quantiles of ``|delta|`` over-cover when the sign is uncertain: the
+    posterior's mass on the other sign widens the upper tail).
+    """
+    alpha = 1.0 - confidence
+    center, scale = np.broadcast_arrays(np.abs(center), np.maximum(scale, 1e-300))
+
+    def below(theta: np.ndarray) -> np.ndarray:  # P_theta(|d| <= center)
+        return ndtr((center - theta) / scale) - ndtr((-center - theta) / scale)
+
+    def solve(level: float) -> np.ndarray:
+        # below() decreases in theta: bisection of below(theta) = level on [0, center + 10 scale]
+        lo, hi = np.zeros_like(center), center + 10 * scale
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            go_up = below(mid) > level
+            lo, hi = np.where(go_up, mid, lo), np.where(go_up, hi, mid)
+        return np.where(below(np.zeros_like(center)) > level, (lo + hi) / 2, 0.0)
+
+    return solve(1 - alpha / 2), solve(alpha / 2)
+
+
 def difference_interval(
     group_draws: np.ndarray,
     overall_draws: np.ndarray,
@@ -168,13 +205,17 @@ def difference_interval(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Interval of fairlearn's ``difference`` (largest absolute gap) in the population.
 
-    The gap is a maximum over groups, whose posterior draws sit above the true
-    gap when groups are close (the equal-tailed interval would exclude a true 0).
-    So the lower bound is that of the *signed* gap between the two groups the
-    point estimate compares (``max - min``; for ``"to_overall"``, the farthest
-    group and the overall value, in the point's direction), at least 0 -- the
-    largest gap is at least that signed one; the upper bound is the upper
-    quantile of the draws of the largest gap.
+    The gap is a maximum of absolute values, whose posterior draws sit above the
+    true gap when the groups are close (an equal-tailed interval would exclude a
+    true 0). Where the signed gap between the two values the point estimate
+    compares (``max`` and ``min``; for ``"to_overall"``, the farthest group and
+    the overall value) has a clear sign (its equal-tailed interval excludes 0),
+    the lower bound is that interval's, and the upper bound the upper quantile of
+    the draws of the largest gap. Otherwise, with two groups, the interval is
+    :func:`folded_interval` of the signed gap's posterior mean and std (its upper
+    bound at least the posterior ``1 - alpha`` quantile of the absolute gap, so it
+    never shrinks to 0); with more groups the lower bound is 0 and the upper bound
+    as above (conservative).
 
     Parameters
     ----------
@@ -204,8 +245,16 @@ def difference_interval(
         side = np.sign(_pick(group_points[None], far)[0] - overall_point)
         signed = np.where(side < 0, -1.0, 1.0) * _pick(gaps, far)
         largest = np.where(valid, np.abs(gaps), -np.inf).max(axis=-1)
-    lower = np.maximum(np.quantile(signed, alpha / 2, axis=0), 0.0)
+    sure = np.quantile(signed, alpha / 2, axis=0)
+    lower = np.maximum(sure, 0.0)
     upper = np.quantile(largest, 1 - alpha / 2, axis=0)
+    if method == "between_groups" and valid.sum(axis=-1).max(initial=0) <= 2:
+        folded_low, folded_high = folded_interval(signed.mean(axis=0), signed.std(axis=0),
+                                                  confidence)  # fmt: skip
+        # Neyman's interval shrinks to [0, 0] when |d| is unusually small; never below the
+        # posterior's own (1 - alpha) quantile of |gap| (coverage only grows)
+        folded_high = np.maximum(folded_high, np.quantile(np.abs(signed), 1 - alpha, axis=0))
+        lower, upper = np.where(sure > 0, lower, folded_low), np.where(sure > 0, upper, folded_high)
     return lower, upper
 
 
