@@ -267,8 +267,8 @@ def test_folded_interval_has_exact_coverage_for_a_normal_estimate():
 def test_fair_violation_floor_agrees_with_the_difference_interval():
     """fair_violation_floor is the gap sampling alone shows (an exactly fair classifier at these
     cell sizes); PrivateMetricFrame's interval at epsilon=inf says the same: a gap no larger
-    than the floor is within sampling error (lower bound 0), and the floor is below the upper
-    bound. 20 samples of an exactly fair classifier, seeded."""
+    than the floor is within sampling error (lower bound 0); above it, the interval still
+    reaches the floor. 20 samples of an exactly fair classifier, seeded."""
     within = 0
     for seed in range(20):
         rng = np.random.default_rng(seed)
@@ -279,10 +279,11 @@ def test_fair_violation_floor_agrees_with_the_difference_interval():
                                    sensitive_features=s, epsilon=np.inf)  # fmt: skip
         low, high = frame.interval("difference")
         floor = fair_violation_floor(y, p, sensitive_features=s, n_draws=2000)
-        assert floor < high, seed
         if frame.difference() <= floor:
             assert low == 0.0, seed
             within += 1
+        else:
+            assert floor < high, seed
     assert within >= 8  # the floor is the mean gap: about half the samples are below it
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtr
+from scipy.special import ndtr, ndtri
 
 __all__ = [
     "Posterior",
@@ -178,7 +178,11 @@ def folded_interval(
     posterior's mass on the other sign widens the upper tail).
     """
     alpha = 1.0 - confidence
-    center, scale = np.broadcast_arrays(np.abs(center), np.maximum(scale, 1e-300))
+    scale = np.maximum(scale, 1e-300)
+    # below |d| = 0.0314 scale (alpha = 0.05) the interval is [0, 0]: no |delta| accepts so
+    # small a |d|. Read it as 0.035 scale, whose upper bound is about 0.46 scale.
+    floor = 1.1 * scale * ndtri(0.5 + alpha / 4)
+    center, scale = np.broadcast_arrays(np.maximum(np.abs(center), floor), scale)
 
     def below(theta: np.ndarray) -> np.ndarray:  # P_theta(|d| <= center)
         return ndtr((center - theta) / scale) - ndtr((-center - theta) / scale)
@@ -212,10 +216,8 @@ def difference_interval(
     the overall value) has a clear sign (its equal-tailed interval excludes 0),
     the lower bound is that interval's, and the upper bound the upper quantile of
     the draws of the largest gap. Otherwise, with two groups, the interval is
-    :func:`folded_interval` of the signed gap's posterior mean and std (its upper
-    bound at least the posterior ``1 - alpha`` quantile of the absolute gap, so it
-    never shrinks to 0); with more groups the lower bound is 0 and the upper bound
-    as above (conservative).
+    :func:`folded_interval` of the signed gap's posterior mean and std; with more
+    groups the lower bound is 0 and the upper bound as above (conservative).
 
     Parameters
     ----------
@@ -251,9 +253,6 @@ def difference_interval(
     if method == "between_groups" and valid.sum(axis=-1).max(initial=0) <= 2:
         folded_low, folded_high = folded_interval(signed.mean(axis=0), signed.std(axis=0),
                                                   confidence)  # fmt: skip
-        # Neyman's interval shrinks to [0, 0] when |d| is unusually small; never below the
-        # posterior's own (1 - alpha) quantile of |gap| (coverage only grows)
-        folded_high = np.maximum(folded_high, np.quantile(np.abs(signed), 1 - alpha, axis=0))
         lower, upper = np.where(sure > 0, lower, folded_low), np.where(sure > 0, upper, folded_high)
     return lower, upper
 
