@@ -91,7 +91,6 @@ class PrivateMetricFrame:
 
     Attributes
     ----------
-    overall, by_group : the point values (properties, as in fairlearn)
     table_ : DataFrame
         The released counts: one row per group, columns ``tn, fp, fn, tp``
         (negative counts possible; the metrics clip them at 0).
