@@ -188,6 +188,7 @@ USER_GUIDE = [
     "model_selection",
     "preprocessing",
     "postprocessing",
+    "evaluation",
     "datasets",
     "design",
     "contributing",

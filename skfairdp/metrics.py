@@ -1,10 +1,15 @@
 """Public fairness metrics and scorers of skfairdp.
 
 Re-exports the violation metrics, the scikit-learn scorers and the sampling
-floor of a violation (:func:`fair_violation_floor`) of :mod:`skfairdp.fairness`::
+floor of a violation (:func:`fair_violation_floor`) of :mod:`skfairdp.fairness`,
+and the private evaluation :class:`PrivateMetricFrame` of
+:mod:`skfairdp.evaluation` (imported on first use: it loads torch)::
 
     from skfairdp.metrics import demographic_parity_violation, demographic_parity_scorer
+    from skfairdp.metrics import PrivateMetricFrame
 """
+
+from typing import TYPE_CHECKING
 
 from .fairness.metrics import (
     demographic_parity_violation,
@@ -20,8 +25,12 @@ from .fairness.scorers import (
     make_fairness_scorer,
 )
 
+if TYPE_CHECKING:
+    from .evaluation import PrivateMetricFrame
+
 __all__ = [
     "FairnessScorer",
+    "PrivateMetricFrame",
     "demographic_parity_scorer",
     "demographic_parity_violation",
     "equal_opportunity_scorer",
@@ -31,3 +40,16 @@ __all__ = [
     "fair_violation_floor",
     "make_fairness_scorer",
 ]
+
+
+def __getattr__(name: str):
+    if name == "PrivateMetricFrame":  # on first use: the release imports torch
+        from .evaluation import PrivateMetricFrame
+
+        globals()[name] = PrivateMetricFrame
+        return PrivateMetricFrame
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

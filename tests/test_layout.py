@@ -154,6 +154,18 @@ def test_privacy_and_fairness_know_no_estimator():
             assert not wrong, f"{module} imports {wrong}"
 
 
+def test_evaluation_knows_no_estimator():
+    """evaluation/ (PrivateMetricFrame) reads predictions only: no estimator, fit or engine."""
+    upper = ("skfairdp._fit", "skfairdp.fermi", "skfairdp.raco", "skfairdp.dpsgd",
+             "skfairdp.baselines", "skfairdp.reductions", "skfairdp.federated",
+             "skfairdp.model_selection", "skfairdp.preprocessing", "skfairdp.engine",
+             "skfairdp.postprocessing", "skfairdp.cli")  # fmt: skip
+    for module, targets in import_graph().items():
+        if module.startswith("skfairdp.evaluation"):
+            wrong = sorted(t for t in targets if t.startswith(upper))
+            assert not wrong, f"{module} imports {wrong}"
+
+
 def test_at_most_twelve_modules_at_the_package_root():
     assert len(list(PACKAGE.glob("*.py"))) <= 12, sorted(p.name for p in PACKAGE.glob("*.py"))
 
@@ -185,7 +197,7 @@ def test_code_lines_skips_docstrings_comments_and_blanks(tmp_path):
     ["skfairdp", "skfairdp.privacy", "skfairdp.metrics", "skfairdp.datasets",
      "skfairdp.model_selection", "skfairdp.preprocessing", "skfairdp.fairness",
      "skfairdp.federated", "skfairdp.oracle", "skfairdp.global_scaling",
-     "skfairdp.postprocessing"],
+     "skfairdp.postprocessing", "skfairdp.evaluation"],
 )  # fmt: skip
 def test_public_import_paths_keep_working(module):
     """Every name in a public module's ``__all__`` imports (``skfairdp.privacy.spent`` too)."""

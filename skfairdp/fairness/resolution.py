@@ -77,6 +77,12 @@ default="demographic_parity"
     float
         The expected violation, in ``[0, 1]``.
 
+    See Also
+    --------
+    skfairdp.metrics.PrivateMetricFrame : its ``interval("difference")`` at
+        ``epsilon=np.inf`` asks the same question of one measured gap: a gap no larger
+        than the floor has an interval reaching 0.
+
     Examples
     --------
     Two groups of one row each, half the predictions positive: an exactly fair

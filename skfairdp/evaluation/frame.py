@@ -1,0 +1,363 @@
+"""PrivateMetricFrame: fairlearn's MetricFrame on one noisy count table, with honest intervals."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from ..privacy import PrivacySpent, RandomSource, epsilon_spent
+from . import intervals
+from .metrics import ConfusionMetric, metric_name, resolve_metric
+from .table import ACCOUNTING, check_evaluation_data, check_privacy, exact_table, release_table
+
+__all__ = ["Interval", "PrivateMetricFrame"]
+
+KINDS = ("overall", "by_group", "difference", "ratio")
+METHODS = ("between_groups", "to_overall")
+
+
+class Interval(NamedTuple):
+    """Lower and upper bounds, each shaped like the point value they bound."""
+
+    lower: Any
+    upper: Any
+
+
+class PrivateMetricFrame:
+    """Group metrics of a binary classifier, released with differential privacy, with intervals.
+
+    fairlearn's :class:`~fairlearn.metrics.MetricFrame` interface (``overall``,
+    ``by_group``, ``difference``, ``ratio``, ``group_min``, ``group_max``) for every
+    metric of the per-group confusion matrix. The evaluation rows are private
+    too: a group's exact rates can reveal a person's group (Hamman, Chen and Dutta,
+    2022). Everything here derives from **one** Gaussian release of the (group x
+    y_true x y_pred) count table, so asking for more metrics, intervals or plots
+    costs nothing more. Adding or removing one row moves one cell by its weight:
+    the sensitivity is ``max_sample_weight`` with ``sample_weight``, else 1.
+
+    :meth:`interval` bounds the *population* value (the rows are a sample of it)
+    under both the sampling error and the noise, from a Bayesian posterior
+    (Jeffreys prior on the cell probabilities, the known Gaussian noise integrated
+    out; :mod:`skfairdp.evaluation.intervals`, doc/evaluation.md). At
+    ``epsilon=np.inf`` the values are exact (fairlearn's) and the intervals cover
+    sampling alone.
+
+    Like fairlearn's ``MetricFrame`` (and unlike an estimator) the frame computes
+    everything when it is constructed.
+
+    Parameters
+    ----------
+    metrics : str, callable or dict of str to (str or callable)
+        One metric, or a dict ``name -> metric`` as in fairlearn. A metric is a
+        name (``"selection_rate"``, ``"accuracy"``, ``"error_rate"``,
+        ``"balanced_accuracy"``, ``"true_positive_rate"``, ``"false_positive_rate"``,
+        ``"true_negative_rate"``, ``"false_negative_rate"``, ``"precision"``,
+        ``"f1"``, ``"count"`` and aliases), or one of scikit-learn's
+        (``accuracy_score``, ``recall_score``, ``precision_score``,
+        ``balanced_accuracy_score``, ``f1_score``, ``zero_one_loss``) or fairlearn's
+        (``selection_rate``, ``true_positive_rate``, ..., ``count``) functions. Any
+        other is an error listing the supported ones.
+    y_true, y_pred : array-like of shape (n_samples,)
+        Binary labels and hard predictions.
+    sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
+        Group membership in fairlearn's formats; several attributes give
+        intersectional groups (a ``MultiIndex``, every combination, as fairlearn).
+    epsilon : float
+        Budget of the release, ``> 0``; ``np.inf``: exact values, no noise.
+    delta : float or "auto", default="auto"
+        ``"auto"``: ``0.1 / n_samples`` rounded down.
+    sample_weight : array-like of shape (n_samples,), optional
+        Public weights in ``[0, max_sample_weight]``; each row counts its weight
+        (``count`` is then the weighted count, unlike fairlearn's ``count``).
+        Intervals read weights as frequency weights.
+    max_sample_weight : float, default=1.0
+        The public bound on ``sample_weight``: the table's sensitivity.
+    pos_label : object, default=1
+        The positive label of ``y_true`` and ``y_pred``.
+    sensitive_values : list, list of lists or dict, optional
+        Public declaration of the groups (as the estimators take it), so that which
+        groups exist is not read from the private rows. Default: the groups observed.
+    n_draws : int, default=4000
+        Posterior draws behind the intervals.
+    random_state : int, RandomState or None, default=None
+        Seeds the noise and the posterior draws. A seed known to others lets them
+        subtract the noise: for experiments only.
+    secure_mode : bool, default=False
+        Draw the noise from the OS CSPRNG.
+
+    Attributes
+    ----------
+    table_ : DataFrame
+        The released counts: one row per group, columns ``tn, fp, fn, tp``
+        (negative counts possible; the metrics clip them at 0).
+    noise_multiplier_ : float
+        Noise std over the sensitivity (0 at ``epsilon=inf``).
+    sensitivity_ : float
+        1, or ``max_sample_weight`` with ``sample_weight``.
+    noise_std_ : float
+        The std of each cell's noise.
+    delta_ : float
+    dp_event_ : dp_accounting.DpEvent
+        ``GaussianDpEvent(noise_multiplier_)``; ``NonPrivateDpEvent`` at ``epsilon=inf``.
+    privacy_spent_ : PrivacySpent
+        The PLD accountant's ``(epsilon, delta)`` of ``dp_event_``.
+        ``skfairdp.privacy.spent([model, frame])`` composes it with a model's fit.
+
+    Examples
+    --------
+    >>> from skfairdp.metrics import PrivateMetricFrame
+    >>> frame = PrivateMetricFrame(
+    ...     metrics={"selection_rate": "selection_rate", "tpr": "true_positive_rate"},
+    ...     y_true=y_test, y_pred=model.predict(X_test), sensitive_features=s_test,
+    ...     epsilon=0.2, random_state=0)  # doctest: +SKIP
+    >>> frame.difference(), frame.interval("difference")  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        *,
+        metrics: str | Callable | Mapping[str, str | Callable],
+        y_true: Any,
+        y_pred: Any,
+        sensitive_features: Any,
+        epsilon: float,
+        delta: float | str = "auto",
+        sample_weight: Any = None,
+        max_sample_weight: float = 1.0,
+        pos_label: Any = 1,
+        sensitive_values: Any = None,
+        n_draws: int = 4000,
+        random_state: Any = None,
+        secure_mode: bool = False,
+    ):
+        self.epsilon, self.delta = epsilon, delta
+        self.max_sample_weight, self.pos_label = max_sample_weight, pos_label
+        self.n_draws, self.random_state, self.secure_mode = n_draws, random_state, secure_mode
+        check_privacy(epsilon, delta, max_sample_weight)
+        if isinstance(n_draws, bool) or not isinstance(n_draws, (int, np.integer)) or n_draws < 100:
+            raise ValueError(f"n_draws must be an integer >= 100, got {n_draws!r}")
+        self._single = not isinstance(metrics, Mapping)
+        named = {metric_name(metrics): metrics} if self._single else dict(metrics)
+        if not named:
+            raise ValueError("metrics is an empty dict: give at least one metric")
+        self._metrics: dict[str, ConfusionMetric] = {
+            str(name): resolve_metric(m, pos_label) for name, m in named.items()
+        }
+        data = check_evaluation_data(
+            y_true, y_pred, sensitive_features, sample_weight=sample_weight,
+            pos_label=pos_label, private=self._private, max_sample_weight=max_sample_weight,
+            sensitive_values=sensitive_values,
+        )  # fmt: skip
+        random = RandomSource(random_state, secure_mode=secure_mode)
+        release = release_table(
+            exact_table(data), epsilon=float(epsilon), delta=delta,
+            n_samples=data.y_true.shape[0], weighted=data.sample_weight is not None,
+            max_sample_weight=max_sample_weight, random=random,
+        )  # fmt: skip
+        self._seed = None if secure_mode else random.seed
+        self._released = release.table
+        self._index = _group_index(data.encoder)
+        self.table_ = pd.DataFrame(
+            release.table, index=self._index, columns=["tn", "fp", "fn", "tp"]
+        )
+        self.noise_multiplier_ = release.noise_multiplier
+        self.sensitivity_ = release.sensitivity
+        self.noise_std_ = release.noise_std
+        self.delta_ = release.delta
+        self.dp_event_ = release.event
+        self.privacy_spent_ = (
+            epsilon_spent(self.dp_event_, self.delta_, **ACCOUNTING)
+            if self._private else PrivacySpent(math.inf, 0.0)
+        )  # fmt: skip
+        clipped = np.maximum(self._released, 0.0)
+        self._by_group = pd.DataFrame(
+            {name: m(clipped) for name, m in self._metrics.items()}, index=self._index
+        )
+        self._overall = pd.Series(
+            {name: float(m(clipped.sum(axis=0))) for name, m in self._metrics.items()},
+            dtype=float,
+        )
+        self._posterior: intervals.Posterior | None = None
+        self._sampling: intervals.Posterior | None = None
+
+    @property
+    def _private(self) -> bool:
+        return not math.isinf(self.epsilon)
+
+    def _accountant_options(self) -> dict:
+        return dict(ACCOUNTING)
+
+    # ---------------------------------------------------------------- points
+    def _shape(self, frame_or_series: pd.Series | pd.DataFrame):
+        """fairlearn's types: a scalar/Series for one callable, a Series/DataFrame for a dict."""
+        if not self._single:
+            return frame_or_series
+        name = next(iter(self._metrics))
+        value = frame_or_series[name]
+        return value if isinstance(value, pd.Series) else float(value)
+
+    @property
+    def overall(self) -> float | pd.Series:
+        """The metrics on all rows (a float for one metric, a Series for a dict)."""
+        return self._shape(self._overall)
+
+    @property
+    def by_group(self) -> pd.Series | pd.DataFrame:
+        """The metrics in each group (a Series for one metric, a DataFrame for a dict)."""
+        return self._shape(self._by_group)
+
+    def group_min(self) -> float | pd.Series:
+        """The smallest value over groups of each metric."""
+        return self._shape(self._by_group.min())
+
+    def group_max(self) -> float | pd.Series:
+        """The largest value over groups of each metric."""
+        return self._shape(self._by_group.max())
+
+    def difference(self, method: str = "between_groups") -> float | pd.Series:
+        """The largest absolute gap: ``group_max - group_min`` or to ``overall`` (fairlearn's)."""
+        _check_method(method)
+        other = self._by_group.min() if method == "between_groups" else self._overall
+        return self._shape((self._by_group - other).abs().max())
+
+    def ratio(self, method: str = "between_groups") -> float | pd.Series:
+        """The smallest ratio (at most 1): ``group_min / group_max`` or to ``overall``."""
+        _check_method(method)
+        if method == "between_groups":
+            return self._shape(self._by_group.min() / self._by_group.max())
+        ratios = self._by_group / self._overall
+        return self._shape(ratios.apply(lambda col: col.transform(lambda x: 1 / x if x > 1 else x))
+                           .min())  # fmt: skip
+
+    # ------------------------------------------------------------- intervals
+    def _draws(self) -> tuple[intervals.Posterior, intervals.Posterior]:
+        if self._posterior is None:
+            rng = np.random.default_rng(None if self._seed is None else [self._seed, 1])
+            self._posterior = intervals.draw_posterior(
+                self._released, self.noise_std_, int(self.n_draws), rng
+            )
+            self._sampling = intervals.sampling_only(self._released, int(self.n_draws), rng)
+        return self._posterior, self._sampling
+
+    def interval(
+        self, kind: str = "by_group", confidence: float = 0.95, *, method: str = "between_groups"
+    ) -> Interval:
+        """Bounds on the population value under the sampling error and the DP noise.
+
+        Parameters
+        ----------
+        kind : {"overall", "by_group", "difference", "ratio"}, default="by_group"
+        confidence : float in (0, 1), default=0.95
+            The posterior probability of the interval.
+        method : {"between_groups", "to_overall"}, default="between_groups"
+            For ``"difference"`` and ``"ratio"``, as in :meth:`difference`.
+
+        Returns
+        -------
+        Interval
+            ``(lower, upper)``, each shaped like the point value (``overall``,
+            ``by_group``, ``difference(method)``, ``ratio(method)``). For ``count``
+            the bounds are on the evaluation sample's count (the noise only).
+        """
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        if not (isinstance(confidence, float | int) and 0 < confidence < 1):
+            raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+        _check_method(method)
+        posterior, _ = self._draws()
+        lower, upper = {}, {}
+        for name, metric in self._metrics.items():
+            groups, pooled = posterior.by_group(metric), posterior.overall(metric)
+            if kind == "overall":
+                lower[name], upper[name] = (float(v) for v in
+                                            intervals.equal_tailed(pooled, confidence))  # fmt: skip
+                continue
+            if kind == "by_group":
+                low, high = intervals.equal_tailed(groups, confidence)
+            else:
+                bound = intervals.difference_interval if kind == "difference" else (
+                    intervals.ratio_interval)  # fmt: skip
+                points = self._by_group[name].to_numpy(dtype=float)
+                low, high = bound(groups, pooled, points, np.float64(self._overall[name]), method,
+                                  confidence)  # fmt: skip
+            lower[name], upper[name] = low, high
+        return Interval(*(self._wrap(bounds, kind) for bounds in (lower, upper)))
+
+    def _wrap(self, values: dict, kind: str):
+        if kind == "by_group":
+            shaped = pd.DataFrame(values, index=self._index)
+        else:
+            shaped = pd.Series({k: float(v) for k, v in values.items()}, dtype=float)
+        return self._shape(shaped)
+
+    @property
+    def noise_dominated(self) -> pd.Series | pd.DataFrame:
+        """Per group and metric: whether the DP noise makes over half of its posterior variance.
+
+        False everywhere at ``epsilon=inf``. A flagged value is mostly noise: its
+        interval is wide, and reading its point as the group's rate misleads.
+        """
+        posterior, sampling = self._draws()
+        flags = {
+            name: intervals.noise_dominated(
+                posterior.by_group(m), m.function(sampling.rates), self._private
+            )
+            for name, m in self._metrics.items()
+        }
+        return self._shape(pd.DataFrame(flags, index=self._index))
+
+    # ------------------------------------------------------------------ plot
+    def by_group_plot(self, metric: str | None = None, *, ax=None, confidence: float = 0.95,
+                      **kwargs):  # fmt: skip
+        """Bar chart of a metric by group with the intervals as error bars (like fairlearn's).
+
+        Parameters
+        ----------
+        metric : str, optional
+            The metric's name (the dict key); needed when there are several.
+        ax : matplotlib Axes, optional
+        confidence : float, default=0.95
+        **kwargs
+            Passed to ``pandas.Series.plot(kind="bar", ...)``.
+
+        Returns
+        -------
+        matplotlib Axes
+        """
+        if metric is None:
+            if len(self._metrics) > 1:
+                raise ValueError(f"metric must name one of {list(self._metrics)} to plot")
+            metric = next(iter(self._metrics))
+        if metric not in self._metrics:
+            raise ValueError(f"metric must be one of {list(self._metrics)}, got {metric!r}")
+        points = self._by_group[metric]
+        lower, upper = self.interval("by_group", confidence)
+        if not self._single:
+            lower, upper = lower[metric], upper[metric]
+        yerr = np.vstack([(points - lower).clip(lower=0), (upper - points).clip(lower=0)])
+        kwargs.setdefault("title", f"{metric} ({confidence:.0%} interval)")
+        return points.plot(kind="bar", yerr=yerr, ax=ax, capsize=4, **kwargs)
+
+    plot = by_group_plot
+
+    def __repr__(self) -> str:
+        return (
+            f"PrivateMetricFrame(metrics={list(self._metrics)}, n_groups={len(self._index)}, "
+            f"epsilon={self.epsilon!r}, noise_std={self.noise_std_:.4g})"
+        )
+
+
+def _check_method(method: str) -> None:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+
+
+def _group_index(encoder) -> pd.Index:
+    labels = list(encoder.group_labels_)
+    if len(encoder.names_) > 1:
+        return pd.MultiIndex.from_tuples(labels, names=encoder.names_)
+    return pd.Index(labels, name=encoder.names_[0])
