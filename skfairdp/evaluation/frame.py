@@ -320,6 +320,7 @@ class PrivateMetricFrame:
         metric : str, optional
             The metric's name (the dict key); needed when there are several.
         ax : matplotlib Axes, optional
+            Where to draw; ``None``: a new figure.
         confidence : float, default=0.95
         **kwargs
             Passed to ``pandas.Series.plot(kind="bar", ...)``.
@@ -340,6 +341,10 @@ class PrivateMetricFrame:
             lower, upper = lower[metric], upper[metric]
         yerr = np.vstack([(points - lower).clip(lower=0), (upper - points).clip(lower=0)])
         kwargs.setdefault("title", f"{metric} ({confidence:.0%} interval)")
+        if ax is None:  # a figure of its own, not whatever axes pyplot holds current
+            import matplotlib.pyplot as plt
+
+            _, ax = plt.subplots()
         return points.plot(kind="bar", yerr=yerr, ax=ax, capsize=4, **kwargs)
 
     plot = by_group_plot
