@@ -84,15 +84,14 @@ def _settings(table, share, at_one: bool):
 def _plan(seeds):
     """The target table (women at 5 %) at epsilon = 1 first, then the rest by seed.
 
-    Stages: every seed of the target table at epsilon = 1 with the anchors; then the
-    other tables at epsilon = 1, then every table at the other epsilons, for the first
-    three seeds; then the same for the remaining seeds.
+    Stages: every seed of the target table at epsilon = 1 with the anchors; the other
+    tables at epsilon = 1 (first three seeds, then the rest); every table at the other
+    epsilons (first three seeds, then the rest).
     """
     target = [TARGET]
     others = [ts for ts in TABLE_SHARES if ts != TARGET]
-    stages = [(target, True, seeds)]
-    for chunk in (seeds[:3], seeds[3:]):
-        stages += [(others, True, chunk), (TABLE_SHARES, False, chunk)]
+    stages = [(target, True, seeds), (others, True, seeds[:3]), (others, True, seeds[3:])]
+    stages += [(TABLE_SHARES, False, seeds[:3]), (TABLE_SHARES, False, seeds[3:])]
     for tables, at_one, chunk in stages:
         for seed in chunk:
             for table, share in tables:
