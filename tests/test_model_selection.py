@@ -442,6 +442,15 @@ def test_scores_derive_from_the_validation_frame(data, fairness, scoring):
     assert frame.dp_event_ == dp_accounting.GaussianDpEvent(z)
     assert frame.noise_std_ == z and frame.delta_ == search.delta_
     assert search.dp_event_.event.events[1] == frame.dp_event_
+    n_train = len(X) - n_val
+    fit = ToyPrivateClassifier(epsilon=search.inner_epsilon_, delta=search.delta_)
+    rebuilt = dp_event.RepeatAndSelectDpEvent(
+        dp_accounting.ComposedDpEvent([fit.planned_event(n_train), frame.dp_event_]), 3.0, 0.5
+    )
+    assert search.dp_event_ == rebuilt
+    assert search.privacy_spent_.epsilon == pytest.approx(
+        _rdp_epsilon(rebuilt, search.delta_), rel=1e-12
+    )
     pld = dp_accounting.pld.PLDAccountant()
     pld.compose(frame.dp_event_)
     assert frame.privacy_spent_.epsilon == pytest.approx(pld.get_epsilon(search.delta_), rel=1e-4)
