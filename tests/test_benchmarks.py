@@ -6,6 +6,7 @@ import csv
 import math
 import sys
 
+import numpy as np
 import pytest
 
 from skfairdp.benchmarks import BENCHMARKS, BenchmarkUnavailable, run_benchmark
@@ -26,6 +27,10 @@ def test_quick_dpfermi_writes_csv_markdown_png(tmp_path, capsys):
     for r in rows:
         assert 0 < float(r["epsilon_spent"]) <= float(r["epsilon"]) == 1.0
         assert 0.0 <= float(r["error"]) < 0.5 and 0.0 <= float(r["dp_violation"]) <= 1.0
+        # the test violation's sampling interval (exact PrivateMetricFrame) holds the value
+        for notion in ("dp", "eo"):
+            low, high = (float(r[f"{notion}_violation_{end}"]) for end in ("lower", "upper"))
+            assert 0.0 <= low <= float(r[f"{notion}_violation"]) <= high <= 1.0
     # the fairness weight does its job even on the quick subsample (one seed, margin 0.05)
     assert float(rows[1]["dp_violation"]) < float(rows[0]["dp_violation"]) - 0.05
     md = (out / "dpfermi_quick.md").read_text(encoding="utf-8")
@@ -57,7 +62,8 @@ def _row(method, eps, setting, seed, error, dp, spent):
     return dict(
         method=method, dataset="adult", n_train=100, setting=setting, value=0.0,
         epsilon=eps, seed=seed, epsilon_spent=spent, delta_spent=1e-5, seconds=1.0,
-        error=error, dp_violation=dp, eo_violation=dp,
+        error=error, dp_violation=dp, eo_violation=dp, dp_violation_lower=dp - 0.02,
+        dp_violation_upper=dp + 0.03, eo_violation_lower=0.0, eo_violation_upper=dp + 0.04,
     )  # fmt: skip
 
 
@@ -75,7 +81,12 @@ def test_tradeoff_report_means_published_and_accounting(tmp_path):
     )  # fmt: skip
     assert [p.name for p in paths] == ["t.csv", "t.md", "t.png"]
     md = paths[1].read_text(encoding="utf-8")
-    assert "| M | 1 | a | 2 | 0.1500 ± 0.0707 | 0.0800 ± 0.0283 |" in md
+    # violations: seed mean ± sd, then the seed means of the sampling interval's bounds
+    assert (
+        "| M | 1 | a | 2 | 0.1500 ± 0.0707 | 0.0800 ± 0.0283 [0.0600, 0.1100] | "
+        "0.0800 ± 0.0283 [0.0000, 0.1200] |"
+    ) in md
+    assert "the 95 % sampling interval of one test split's violation" in md
     assert "- FAIL: privacy accounting: 1 of 4 private fits spend more than their target ε" in md
     assert "ε_spent / ε = 1.010000 > 1" in md and "ε ≤ its target" not in md
     # lowest mean error at mean violation <= 0.1: a (0.15); <= 0.05 and <= 0.02: b (0.30)
@@ -190,3 +201,42 @@ def test_summary_and_exit_code(tmp_path, monkeypatch, capsys, checks, argv, code
     assert ("--explore: the failed targets do not change the exit code" in out) == (
         code == 0 and bool(failed)
     )
+
+
+def test_sampling_intervals_of_test_violations():
+    """Exact PrivateMetricFrame intervals: a fair classifier's reach 0, a biased one's do not."""
+    from skfairdp.benchmarks._common import sampling_intervals
+    from skfairdp.metrics import demographic_parity_violation, equalized_odds_violation
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    s, y = rng.choice(["a", "b"], n), rng.integers(0, 2, n)
+    fair = np.where(rng.random(n) < 0.8, y, 1 - y)  # errors independent of the group
+    out = sampling_intervals(y, fair, s)
+    assert out["dp_violation_lower"] == 0.0 < out["dp_violation_upper"] < 0.06
+    assert out["eo_violation_lower"] == 0.0 < out["eo_violation_upper"] < 0.08
+    biased = np.where(s == "a", fair, 1)
+    out = sampling_intervals(y, biased, s)
+    dp = demographic_parity_violation(y, biased, sensitive_features=s)
+    eo = equalized_odds_violation(y, biased, sensitive_features=s)
+    assert 0.3 < out["dp_violation_lower"] < dp < out["dp_violation_upper"]
+    assert 0.5 < out["eo_violation_lower"] < eo < out["eo_violation_upper"]
+
+
+def test_global_scaling_group_accuracy_intervals():
+    from skfairdp.benchmarks.global_scaling import _evaluate
+
+    rng = np.random.default_rng(1)
+    n = 2000
+    s, y = rng.choice(["Male", "Female"], n), rng.integers(0, 2, n)
+    y_pred = np.where((s == "Male") & (rng.random(n) < 0.2), 1 - y, y)
+
+    class Fixed:
+        def predict(self, X):
+            return y_pred
+
+    out = _evaluate(Fixed(), None, (None, np.zeros((n, 1)), None, y, None, s))
+    assert out["acc_female"] == 100.0 and 99.0 < out["acc_female_lower"] < 100.0
+    assert out["acc_female_upper"] == pytest.approx(100.0, abs=0.01)
+    assert out["acc_male_lower"] < out["acc_male"] < out["acc_male_upper"]
+    assert out["acc_male_upper"] - out["acc_male_lower"] < 6.0  # Wald: 4.96 points at 1,000 rows

@@ -16,7 +16,7 @@ from skfairdp.benchmarks import BENCHMARKS
 from skfairdp.cli import DEMO_ESTIMATORS, PLOT_NAME, TABLE_NAME, build_parser, main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HEADER = ["estimator", "setting", "test_error", "dp_violation", "epsilon_spent", "delta"]
+HEADER = ["estimator", "setting", "test_error", "dp_violation", "dp_95%_interval", "epsilon_spent"]
 HEAVY = ("torch", "sklearn", "numpy", "pandas", "matplotlib", "scipy", "skorch", "fairlearn")
 
 
@@ -33,7 +33,7 @@ def test_public_exports():
 
 def _table_rows(stdout: str) -> list[list[str]]:
     lines = stdout.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.split()[:6] == HEADER)
+    start = next(i for i, line in enumerate(lines) if line.split()[: len(HEADER)] == HEADER)
     rows = []
     for line in lines[start + 1 :]:
         if not line.strip():
@@ -56,9 +56,12 @@ def test_demo_prints_table_and_writes_png(tmp_path, capsys):
         ["DPFermiClassifier", "λ=4"],
         ["DPSGDClassifier", "defaults"],
     ]
-    for _name, _setting, error, violation, eps, delta, seconds in rows:
+    for _name, _setting, error, violation, interval, eps, delta, seconds in rows:
         assert 0.0 <= float(error) < 0.5
         assert 0.0 <= float(violation) <= 1.0
+        # the test split's 95 % sampling interval (exact PrivateMetricFrame), around the value
+        lower, upper = (float(v) for v in interval.strip("[]").split(","))
+        assert 0.0 <= lower <= float(violation) <= upper <= 1.0 and upper - lower < 0.1
         assert 0.0 < float(eps) <= 1.0 + 1e-6  # never more than the target epsilon
         assert float(delta) == pytest.approx(1e-5)
         assert float(seconds) > 0
@@ -68,6 +71,10 @@ def test_demo_prints_table_and_writes_png(tmp_path, capsys):
     with open(out / TABLE_NAME, newline="") as handle:
         table = list(csv.DictReader(handle))
     assert [r["setting"] for r in table] == ["λ=0", "λ=4", "defaults"]
+    for r in table:
+        assert float(r["dp_violation_lower"]) <= float(r["dp_violation"])
+        assert float(r["dp_violation"]) <= float(r["dp_violation_upper"])
+    assert "dp_95%_interval: the 95 % sampling interval of the test violation" in stdout
 
 
 def test_demo_non_private(tmp_path, capsys):
@@ -75,7 +82,7 @@ def test_demo_non_private(tmp_path, capsys):
     code = main([*argv, "--weights", "0", "--output", tmp_path, "--no-progress"])
     assert code == 0
     row = _table_rows(capsys.readouterr().out)[0]
-    assert row[4] == "inf" and row[5] == "0"
+    assert row[5] == "inf" and row[6] == "0"
     assert (tmp_path / PLOT_NAME).exists()
 
 

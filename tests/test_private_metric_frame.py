@@ -415,3 +415,22 @@ def test_by_group_plot_draws_error_bars():
     assert len(ax.patches) == 3 and ax.containers
     with pytest.raises(ValueError, match="metric must name one of"):
         frame.by_group_plot()
+
+
+def test_with_metrics_reads_the_same_release_at_no_cost():
+    """More metrics from one release: same table, event, cost and posterior draws."""
+    y, p, a = _data(n=600, seed=3)
+    frame = PrivateMetricFrame(metrics="selection_rate", y_true=y, y_pred=p,
+                               sensitive_features=a, epsilon=0.5, random_state=0)  # fmt: skip
+    both = {"selection_rate": "selection_rate", "tpr": "true_positive_rate"}
+    more = frame.with_metrics(both)
+    assert more.table_.equals(frame.table_) and more.dp_event_ == frame.dp_event_
+    assert more.privacy_spent_ == frame.privacy_spent_ and more.noise_std_ == frame.noise_std_
+    direct = PrivateMetricFrame(metrics=both, y_true=y, y_pred=p, sensitive_features=a,
+                                epsilon=0.5, random_state=0)  # fmt: skip
+    pd.testing.assert_frame_equal(more.by_group, direct.by_group)
+    for kind in ("by_group", "difference"):
+        for got, want in zip(more.interval(kind), direct.interval(kind)):
+            np.testing.assert_allclose(np.asarray(got, dtype=float), np.asarray(want, dtype=float))
+    assert frame.interval("difference").lower == more.interval("difference").lower[
+        "selection_rate"]  # fmt: skip

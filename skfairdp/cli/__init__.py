@@ -96,7 +96,9 @@ def _add_demo(commands) -> None:
             "input) at one privacy budget: DPFermiClassifier once per fairness weight, "
             "RaCODPClassifier once per tolerance, CGOOReduction once per bound, "
             "GlobalScalingDPClassifier and DPSGDClassifier once. Print test error, "
-            "demographic-parity violation, privacy spent and fit time, and save the table "
+            "demographic-parity violation with its 95% sampling interval (an exact "
+            "PrivateMetricFrame: the bundled data are public), privacy spent and fit time, "
+            "and save the table "
             "and the trade-off plot (test error vs DP violation) under --output."
         ),
     )

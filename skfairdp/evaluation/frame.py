@@ -12,7 +12,14 @@ import pandas as pd
 from ..privacy import PrivacySpent, RandomSource, epsilon_spent
 from . import intervals
 from .metrics import ConfusionMetric, metric_name, resolve_metric
-from .table import ACCOUNTING, check_evaluation_data, check_privacy, exact_table, release_table
+from .table import (
+    ACCOUNTING,
+    Release,
+    check_evaluation_data,
+    check_privacy,
+    exact_table,
+    release_table,
+)
 
 __all__ = ["Interval", "PrivateMetricFrame"]
 
@@ -141,12 +148,7 @@ class PrivateMetricFrame:
         if isinstance(n_draws, bool) or not isinstance(n_draws, (int, np.integer)) or n_draws < 100:
             raise ValueError(f"n_draws must be an integer >= 100, got {n_draws!r}")
         self._single = not isinstance(metrics, Mapping)
-        named = {metric_name(metrics): metrics} if self._single else dict(metrics)
-        if not named:
-            raise ValueError("metrics is an empty dict: give at least one metric")
-        self._metrics: dict[str, ConfusionMetric] = {
-            str(name): resolve_metric(m, pos_label) for name, m in named.items()
-        }
+        self._metrics: dict[str, ConfusionMetric] = _resolve_metrics(metrics, pos_label)
         data = check_evaluation_data(
             y_true, y_pred, sensitive_features, sample_weight=sample_weight,
             pos_label=pos_label, private=self._private, max_sample_weight=max_sample_weight,
@@ -159,8 +161,18 @@ class PrivateMetricFrame:
             max_sample_weight=max_sample_weight, random=random,
         )  # fmt: skip
         self._seed = None if secure_mode else random.seed
+        self._set_release(release, _group_index(data.encoder))
+
+    def _set_release(
+        self, release: Release, index: pd.Index, spent: PrivacySpent | None = None
+    ) -> None:
+        """Every value of the frame, from the released table (post-processing).
+
+        ``spent``: the release's known cost (else priced here, by PLD).
+        """
+        self._release = release
         self._released = release.table
-        self._index = _group_index(data.encoder)
+        self._index = index
         self.table_ = pd.DataFrame(
             release.table, index=self._index, columns=["tn", "fp", "fn", "tp"]
         )
@@ -169,10 +181,12 @@ class PrivateMetricFrame:
         self.noise_std_ = release.noise_std
         self.delta_ = release.delta
         self.dp_event_ = release.event
-        self.privacy_spent_ = (
-            epsilon_spent(self.dp_event_, self.delta_, **ACCOUNTING)
-            if self._private else PrivacySpent(math.inf, 0.0)
-        )  # fmt: skip
+        if spent is None:
+            spent = (
+                epsilon_spent(self.dp_event_, self.delta_, **ACCOUNTING)
+                if self._private else PrivacySpent(math.inf, 0.0)
+            )  # fmt: skip
+        self.privacy_spent_ = spent
         clipped = np.maximum(self._released, 0.0)
         self._by_group = pd.DataFrame(
             {name: m(clipped) for name, m in self._metrics.items()}, index=self._index
@@ -181,8 +195,61 @@ class PrivateMetricFrame:
             {name: float(m(clipped.sum(axis=0))) for name, m in self._metrics.items()},
             dtype=float,
         )
-        self._posterior: intervals.Posterior | None = None
-        self._sampling: intervals.Posterior | None = None
+        self._draws_cache: dict[str, intervals.Posterior] = {}  # shared by with_metrics
+
+    @classmethod
+    def _from_release(
+        cls,
+        release: Release,
+        index: pd.Index,
+        *,
+        metrics: str | Callable | Mapping[str, str | Callable],
+        epsilon: float,
+        pos_label: Any = 1,
+        n_draws: int = 4000,
+        seed: int | None = None,
+        secure_mode: bool = False,
+        spent: PrivacySpent | None = None,
+    ) -> PrivateMetricFrame:
+        """A frame over a table released elsewhere (e.g. by PrivateSearchCV), without a new release.
+
+        ``release.event`` must be what that release executed, already accounted by its
+        owner; ``epsilon`` is its cost alone (``inf`` for exact counts). ``seed`` seeds
+        the posterior draws (None: fresh entropy); ``spent``: the release's cost if known.
+        """
+        frame = cls.__new__(cls)
+        frame.epsilon, frame.delta = epsilon, release.delta
+        frame.max_sample_weight, frame.pos_label = release.sensitivity, pos_label
+        frame.n_draws, frame.random_state, frame.secure_mode = n_draws, seed, secure_mode
+        frame._single = not isinstance(metrics, Mapping)
+        frame._metrics = _resolve_metrics(metrics, pos_label)
+        frame._seed = seed
+        frame._set_release(release, index, spent)
+        return frame
+
+    def with_metrics(self, metrics: str | Callable | Mapping[str, str | Callable]):
+        """The same release read through other metrics: no new noise, no further cost.
+
+        Parameters
+        ----------
+        metrics : str, callable or dict of str to (str or callable)
+            As in the constructor.
+
+        Returns
+        -------
+        PrivateMetricFrame
+            Same ``table_``, ``dp_event_`` and ``privacy_spent_``; its intervals use
+            the same posterior seed.
+        """
+        frame = type(self)._from_release(
+            self._release, self._index, metrics=metrics, epsilon=self.epsilon,
+            pos_label=self.pos_label, n_draws=int(self.n_draws), seed=self._seed,
+            secure_mode=self.secure_mode, spent=self.privacy_spent_,
+        )  # fmt: skip
+        frame.delta, frame.random_state = self.delta, self.random_state
+        frame.max_sample_weight = self.max_sample_weight
+        frame._draws_cache = self._draws_cache  # one posterior for every metric
+        return frame
 
     @property
     def _private(self) -> bool:
@@ -235,13 +302,14 @@ class PrivateMetricFrame:
 
     # ------------------------------------------------------------- intervals
     def _draws(self) -> tuple[intervals.Posterior, intervals.Posterior]:
-        if self._posterior is None:
+        cache = self._draws_cache
+        if not cache:
             rng = np.random.default_rng(None if self._seed is None else [self._seed, 1])
-            self._posterior = intervals.draw_posterior(
+            cache["posterior"] = intervals.draw_posterior(
                 self._released, self.noise_std_, int(self.n_draws), rng
             )
-            self._sampling = intervals.sampling_only(self._released, int(self.n_draws), rng)
-        return self._posterior, self._sampling
+            cache["sampling"] = intervals.sampling_only(self._released, int(self.n_draws), rng)
+        return cache["posterior"], cache["sampling"]
 
     def interval(
         self, kind: str = "by_group", confidence: float = 0.95, *, method: str = "between_groups"
@@ -354,6 +422,13 @@ class PrivateMetricFrame:
             f"PrivateMetricFrame(metrics={list(self._metrics)}, n_groups={len(self._index)}, "
             f"epsilon={self.epsilon!r}, noise_std={self.noise_std_:.4g})"
         )
+
+
+def _resolve_metrics(metrics, pos_label) -> dict[str, ConfusionMetric]:
+    named = {metric_name(metrics): metrics} if not isinstance(metrics, Mapping) else dict(metrics)
+    if not named:
+        raise ValueError("metrics is an empty dict: give at least one metric")
+    return {str(name): resolve_metric(m, pos_label) for name, m in named.items()}
 
 
 def _check_method(method: str) -> None:

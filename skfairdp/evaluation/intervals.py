@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtr, ndtri
+from scipy.special import betaln, gammaln, ndtr, ndtri
 
 __all__ = [
     "Posterior",
@@ -37,6 +37,7 @@ __all__ = [
     "folded_interval",
     "draw_posterior",
     "equal_tailed",
+    "noisy_proportion_draws",
     "ratio_interval",
     "true_count_draws",
 ]
@@ -148,6 +149,30 @@ def sampling_only(
     """The posterior as if the clipped noisy counts were exact (sampling error only)."""
     counts = np.broadcast_to(np.maximum(noisy, 0.0), (n_draws, *np.shape(noisy)))
     return Posterior(counts, rng.standard_gamma(counts + prior))
+
+
+def noisy_proportion_draws(
+    noisy: float, n: int, sigma: float, n_draws: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Posterior draws of a population proportion from a noisy count of ``n`` public trials.
+
+    The count ``c`` of successes among ``n`` rows is released as ``c + N(0, sigma^2)``.
+    With Jeffreys' ``Beta(1/2, 1/2)`` prior on the proportion ``p``, ``c`` is a priori
+    beta-binomial; its posterior given the noisy count is exact on ``0..n``, and
+    ``p | c ~ Beta(c + 1/2, n - c + 1/2)``. ``sigma = 0``: Jeffreys' interval.
+    """
+    counts = np.arange(n + 1, dtype=np.float64)
+    log_prior = (
+        gammaln(n + 1) - gammaln(counts + 1) - gammaln(n - counts + 1)
+        + betaln(counts + PRIOR, n - counts + PRIOR)
+    )  # fmt: skip
+    if sigma > 0:
+        log_prior = log_prior - 0.5 * ((noisy - counts) / sigma) ** 2
+    else:
+        log_prior = np.where(counts == np.clip(np.rint(noisy), 0, n), log_prior, -np.inf)
+    weights = np.exp(log_prior - log_prior.max())
+    c = rng.choice(counts, size=n_draws, p=weights / weights.sum())
+    return rng.beta(c + PRIOR, n - c + PRIOR)
 
 
 def equal_tailed(draws: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:

@@ -16,10 +16,11 @@ __all__ = ["check_search_input", "validation_rows"]
 
 
 def check_search_input(X, y, sensitive_features, fairness: str | None) -> tuple:
-    """``(X, y, groups, n_groups)``: indexable rows, labels as an array, encoded groups.
+    """``(X, y, groups, encoder)``: indexable rows, labels as an array, encoded groups.
 
-    ``groups`` is None (one group) without ``fairness``; ``n_groups`` counts every
-    group, not only those that land in the validation part.
+    ``groups`` and ``encoder`` are None (one group) without ``fairness``; the
+    encoder's ``n_groups_`` counts every group, not only those that land in the
+    validation part.
     """
     X, y = indexable(X, y)
     y = np.asarray(y)
@@ -27,13 +28,13 @@ def check_search_input(X, y, sensitive_features, fairness: str | None) -> tuple:
     if y.shape[0] != n:
         raise ValueError(f"X has {n} rows but y has {y.shape[0]}")
     if fairness is None:
-        return X, y, None, 1
+        return X, y, None, None
     if sensitive_features is None:
         raise ValueError(
             f"fairness={fairness!r} needs fit(X, y, sensitive_features=...). {routing_hint()}"
         )
     groups, encoder = encode_sensitive_features(sensitive_features, n)
-    return X, y, groups, encoder.n_groups_
+    return X, y, groups, encoder
 
 
 def validation_rows(validation_size: float | int, n_samples: int) -> int:

@@ -18,7 +18,9 @@ mechanism, the *repeat-and-select* mechanism of Papernot & Steinke (2022,
    of the count of correct predictions -- whose L2 sensitivity is 1 (adding or
    removing one row moves one cell by one);
 4. only the best run by the noisy statistics is released: its model, its
-   hyperparameters and its noisy scores. Nothing about the other runs is kept.
+   hyperparameters and its noisy scores -- for a binary classifier its whole noisy
+   table, as a :class:`~skfairdp.metrics.PrivateMetricFrame` with intervals
+   (``validation_frame_``; :mod:`.validation`). Nothing about the other runs is kept.
 
 **Accounting.** One run executes the fit's event (recorded; planned before the
 search) and the score's ``GaussianDpEvent``; their sequential composition bounds
@@ -83,8 +85,13 @@ from .statistics import (
     noisy_statistics,
     selection_key,
 )
+from .validation import released_intervals, validation_frame
 
 __all__ = ["PrivateSearchCV"]
+
+#: The keys of ``cv_results_`` (the selected run only).
+CV_RESULTS = ("params", "noisy_score", "noisy_violation", "meets_bound", "score_lower",
+              "score_upper", "violation_lower", "violation_upper")  # fmt: skip
 
 
 class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
@@ -151,7 +158,19 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         Its noisy validation violation (with ``fairness``).
     cv_results_ : dict of lists
         The released values only: one entry, the selected run (``params``,
-        ``noisy_score``, ``noisy_violation``, ``meets_bound``).
+        ``noisy_score``, ``noisy_violation``, ``meets_bound``), and 95 % intervals
+        on its population score and violation under sampling and the noise
+        (``score_lower``, ``score_upper``, ``violation_lower``, ``violation_upper``;
+        None where there is none), post-processing of its noisy validation
+        release. Optimistic by the winner's curse: the run was selected on its
+        noisy scores (:mod:`skfairdp.model_selection.validation`).
+    validation_frame_ : PrivateMetricFrame or None
+        The selected run's noisy validation table (``(group x true x predicted)``
+        counts; binary classifiers, with a fairness notion or balanced accuracy)
+        as a :class:`~skfairdp.metrics.PrivateMetricFrame`: any confusion-matrix
+        metric by group and its interval, at no further cost (its release is the
+        run's score release, already inside ``dp_event_``: do not compose it again).
+        None with ``scoring="accuracy"`` alone (one noisy count) or several classes.
     inner_epsilon_ : float
         The epsilon each run's fit was given (with ``delta_``).
     score_noise_multiplier_ : float
@@ -306,7 +325,8 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         spaces = check_space(self.param_distributions)
         if self.max_violation is not None and self.fairness is None:
             raise ValueError("max_violation needs a fairness notion: set fairness=...")
-        X, y, groups, n_groups = check_search_input(X, y, sensitive_features, self.fairness)
+        X, y, groups, encoder = check_search_input(X, y, sensitive_features, self.fairness)
+        n_groups = 1 if encoder is None else encoder.n_groups_
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
             raise ValueError("PrivateSearchCV needs at least 2 classes in y")
@@ -347,7 +367,7 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         recorder.record(self._search_event(budget.fit_event, z))
         self.dp_event_ = recorder.build()
         self.privacy_spent_ = rdp_spent(self.dp_event_, delta)
-        self._store(best)
+        self._store(best, encoder, delta, z, random.seed)
         return self
 
     def _run(self, params, train, validation, budget, delta, z, random) -> tuple:
@@ -372,13 +392,18 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
             correct = correct_count(self.classes_, y_val, y_pred)
             correct = torch.tensor(float(correct), dtype=torch.float64)
             noisy, _ = noisy_count(correct, z, random, recorder)
-            return noisy_accuracy(float(noisy), len(y_val))
+            stats = noisy_accuracy(float(noisy), len(y_val))
+            return {**stats, "release": ("count", float(noisy), len(y_val), z)}
         cells = confusion_cells(self.classes_, y_val, y_pred, groups, n_groups)
         noisy, _ = noisy_count(torch.as_tensor(cells, dtype=torch.float64), z, random, recorder)
-        return noisy_statistics(noisy.numpy(), self.fairness, self.scoring)
+        stats = noisy_statistics(noisy.numpy(), self.fairness, self.scoring)
+        return {**stats, "release": ("table", noisy.numpy())}
 
-    def _store(self, best) -> None:
-        """Keep the released values only: the selected run's model, parameters and noisy scores."""
+    def _store(self, best, encoder, delta: float, z: float, seed: int | None) -> None:
+        """Keep the released values only: the selected run's model, parameters, noisy scores.
+
+        Its noisy validation table becomes ``validation_frame_`` and gives the intervals.
+        """
         if best is None:
             warnings.warn(
                 "the Poisson draw gave K=0 runs: the search released nothing and has no model "
@@ -387,9 +412,9 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
                 stacklevel=3,
             )
             self.best_estimator_ = self.best_params_ = self.best_violation_ = None
+            self.validation_frame_ = None
             self.best_score_ = math.nan
-            self.cv_results_ = {"params": [], "noisy_score": [], "noisy_violation": [],
-                                "meets_bound": []}  # fmt: skip
+            self.cv_results_ = {key: [] for key in CV_RESULTS}
             return
         key, est, params, stats = best
         self.best_estimator_ = est
@@ -399,11 +424,18 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         self.n_features_in_ = getattr(est, "n_features_in_", None)
         if hasattr(est, "feature_names_in_"):
             self.feature_names_in_ = est.feature_names_in_
+        release = stats["release"]
+        self.validation_frame_ = None if release[0] == "count" else validation_frame(
+            release[1], encoder, z, delta, seed, self.secure_mode
+        )  # fmt: skip
+        bounds = released_intervals(release, self.validation_frame_, self.scoring, self.fairness,
+                                    seed)  # fmt: skip
         self.cv_results_ = {
             "params": [params],
             "noisy_score": [self.best_score_],
             "noisy_violation": [self.best_violation_],
             "meets_bound": [None if self.max_violation is None else bool(key[0])],
+            **{name: [value] for name, value in bounds.items()},
         }
 
     def __sklearn_tags__(self):
