@@ -326,6 +326,9 @@ class PrivateFitMixin:
         if n < 1:
             raise ValueError(f"n_samples must be >= 1, got {n_samples}")
         est = clone(self)
+        # the placeholder draws come from the CSPRNG: no seeded source (nor numpy's global
+        # RNG) is touched by a plan, so a secure meta-estimator planning a template stays secure
+        est.secure_mode = True
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # small-group notes, delta >= 1/n
             est._validate_params()

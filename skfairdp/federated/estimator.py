@@ -507,8 +507,12 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
 
 
 def _seeds(random: RandomSource, count: int) -> list:
-    """``count`` independent seeds from the fit's source (``None`` in secure mode)."""
+    """``count`` independent seeds from the fit's source: the silos', then the initial model's.
+
+    In secure mode no silo is seeded (``None``: each silo's source is the OS CSPRNG) and
+    the initial model's seed, data-independent, comes from the CSPRNG too.
+    """
     if random.secure_mode:
-        return [None] * count
+        return [None] * (count - 1) + [random.torch_seed()]
     children = np.random.SeedSequence(random.seed).spawn(count)
     return [int(c.generate_state(1, dtype=np.uint32)[0] % np.iinfo(np.int32).max) for c in children]

@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted, column_or_1d
 
 from .._fit.parameters import COMMON_CONSTRAINTS, store_parameters
-from .._fit.randomized import draw_classes
+from .._fit.randomized import draw_classes, prediction_random
 from .._fit.validation import check_sample_weight, check_y
 from ..fairness.groups import encode_sensitive_features
 from ..fairness.routing import routing_hint
@@ -436,15 +436,15 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         sensitive_features : array-like
             The rows' groups (required), among those seen at fit.
         random_state : int, RandomState or None, default=None
-            Seeds the draws; None uses the estimator's ``random_state``.
+            Seeds the draws; None uses the estimator's ``random_state`` (in
+            ``secure_mode``, the OS CSPRNG).
 
         Returns
         -------
         ndarray of shape (n_samples,)
         """
         proba = self._pmf_predict(X, sensitive_features=sensitive_features)
-        seed = self.random_state if random_state is None else random_state
-        return draw_classes(proba, self.classes_, seed)
+        return draw_classes(proba, self.classes_, prediction_random(self, random_state))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -21,7 +21,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._fit.base import NON_NEGATIVE, POSITIVE, PrivateClassifierBase, parameter_constraints
-from .._fit.randomized import draw_classes
+from .._fit.randomized import draw_classes, prediction_random
 from .._fit.schedules import RACO
 from .._fit.validation import check_X
 from ..fairness.rates import (
@@ -360,14 +360,14 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         ``solution="mixture"``: each row's class is drawn from :meth:`predict_proba`
         (the randomised classifier whose rates the constraints bound);
         ``random_state=None`` uses the estimator's ``random_state``, so a seeded
-        fit predicts reproducibly, as fairlearn's ``ExponentiatedGradient``.
+        fit predicts reproducibly, as fairlearn's ``ExponentiatedGradient`` (in
+        ``secure_mode``, the OS CSPRNG).
         Otherwise the most probable class.
         """
         if not self._is_mixture():
             return super().predict(X)
         proba = self._mixture_proba(X)
-        seed = self.random_state if random_state is None else random_state
-        return draw_classes(proba, self.classes_, seed)
+        return draw_classes(proba, self.classes_, prediction_random(self, random_state))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .._fit.randomized import draw_classes
+from .._fit.randomized import draw_classes, draw_indices, prediction_random
 from .._fit.validation import check_X, densify
 from .inputs import is_regression, predict_mode
 
@@ -54,7 +53,8 @@ class MixturePrediction:
 
         Classification: draw each row's class from :meth:`predict_proba` (the
         randomised classifier). ``random_state=None`` uses the estimator's
-        ``random_state`` (so a seeded fit predicts reproducibly); thresholding
+        ``random_state`` (so a seeded fit predicts reproducibly; in ``secure_mode``
+        the OS CSPRNG); thresholding
         ``predict_proba`` at 1/2 instead voids the fairness guarantee, which holds
         for the randomised predictions.
 
@@ -71,14 +71,14 @@ class MixturePrediction:
         -------
         ndarray of shape (n_samples,)
         """
-        seed = self.random_state if random_state is None else random_state
+        seed = prediction_random(self, random_state)
         if not is_regression(self):
             return draw_classes(self.predict_proba(X), self.classes_, seed)
         outputs = self._atom_outputs(X)
         if predict_mode(self) == "mean":
             return outputs @ self.weights_
         rows = np.arange(outputs.shape[0])
-        drawn = check_random_state(seed).choice(len(self.weights_), rows.size, p=self.weights_)
+        drawn = draw_indices(self.weights_, rows.size, seed)
         return outputs[rows, drawn]
 
     def score(self, X, y, sample_weight=None) -> float:
