@@ -157,6 +157,9 @@ FEDERATED_LR = 8.0
 # W's ascent averages over about 1 / (2 a p) rounds (a = lr_dual * lambda, p a class
 # share ~0.1): at most a tenth of the run, i.e. a >= 20 / T
 FEDERATED_DUAL_MEMORY = 20.0
+# ... and a <= 0.25: each step keeps 3/4 of W's distance to its target even for a class of
+# share p = 0.5 (1 - 2 a p); at 0.4 a 10-round fit of sklearn's checks overshot (accuracy <0.83)
+FEDERATED_DUAL_MAX_STEP = 0.25
 
 
 def federated_batch_size(n_samples: int, epsilon: float = 1.0) -> int:

@@ -99,7 +99,7 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
     lr_dual : "auto" or float, default="auto"
         W's step on the averaged ``lambda grad_W psi``; ``"auto"`` is DP-FERMI's rule
         with the noise of the average of the silos' W-gradients, its cap raised to
-        ``20 / T`` for a short run of ``T`` rounds (:func:`~.objective.dual_step`).
+        ``min(0.25, 20 / T)`` for a short run of ``T`` rounds (:func:`~.objective.dual_step`).
     dual_rates : {"hard", "soft"}, default="hard"
         What W's ascent sees (as DP-FERMI).
     lr_decay : float in (0, 1], default=1.0
