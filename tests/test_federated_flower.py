@@ -1,7 +1,7 @@
 """The Flower backend of skfairdp.federated: a real SuperLink and SuperNodes on 127.0.0.1.
 
 Marked ``flower`` (``pytest -m flower``; ``-m "not flower"`` skips them); skipped when
-``flwr`` is not installed (``pip install "skfairdp[federated]"``, Python >= 3.11).
+``flwr`` is not installed (``pip install -e ".[federated]"`` from a checkout, Python >= 3.11).
 """
 
 import json

@@ -15,11 +15,13 @@ budget), ``histogram``, ``calibration``, ``accountant``, ``rho``, ``dual-bound``
 ``seed`` (omit it in deployments: the noise then comes from the OS CSPRNG) and
 ``report-path`` (where the silo writes its own privacy report). The objective
 (``fairness``, ``fairness-weight``, ``n-classes``, ``n-groups``, ``dual-rates``)
-comes from the run config. Flower 1.41 starts a fresh ClientApp process per message,
-so the silo's random stream, counters, noise multipliers and recorded events are
-kept in ``context.state`` between rounds (they never leave the SuperNode); a process
-that answers several messages keeps its silo (rows, calibration, state) in memory.
-The silo's report computes ``privacy_spent`` once, after its last budgeted round.
+comes from the run config. Flower 1.41 starts a fresh ClientApp process per message:
+the ClientApp (:mod:`~.flower_client`) only checks the message and hands it to the
+silo's worker (:mod:`~.silo_worker`, one process per silo and run: rows, calibration,
+random stream and accountant loaded once). The silo's state (stream, counters, noise
+multipliers, recorded events) comes back with every reply and is kept in
+``context.state`` (it never leaves the SuperNode), so a restarted worker goes on from
+it. The silo's report computes ``privacy_spent`` once, after its last budgeted round.
 
 Message types: ``query.histogram`` (round 0; config ``cells``; reply ArrayRecord
 ``counts``) and ``train`` (ArrayRecord ``state`` with ``theta``, ``W``, ``pinv``,

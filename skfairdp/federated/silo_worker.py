@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -57,6 +58,12 @@ def serve(address: str, authkey: bytes, watch_pid: int | None, idle_seconds: flo
                 os._exit(0)
 
     threading.Thread(target=watchdog, daemon=True).start()
+
+    def stop(signum, frame):  # the runner's SIGTERM: leave no socket directory behind
+        _cleanup(address)
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
     host = None
     with Listener(address, family="AF_UNIX", authkey=authkey) as listener:
         print("ready", flush=True)
