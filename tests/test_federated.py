@@ -430,3 +430,83 @@ def test_weakest_silo_prices_every_silo_at_the_largest_delta():
     check_silo_targets(np.array(["a", "b"]), [PrivacySpent(1.0, 1e-5)] * 2, 1.0)
     with pytest.raises(RuntimeError, match=r"silos \{'b': 1.1\} spent more than epsilon=1"):
         check_silo_targets(np.array(["a", "b"]), [PrivacySpent(1.0, 0), PrivacySpent(1.1, 0)], 1.0)
+
+
+# -- issue 27: the schedule, progress, set-up, shutdown -----------------------------------
+def test_default_schedule_is_60_rounds_of_a_quarter_silo():
+    """The auto schedule (golden): 4 rounds per epoch, 15 epochs, lr 8 at the auto batch;
+    until issue 27 it was DP-FERMI's (here 5,160 rounds at lr 0.1)."""
+    clf = FederatedDPFermiClassifier(random_state=0)
+    clf._protocol(33916, 3, n_classes=2, n_groups=2)  # Adult's 75 % training split
+    assert (clf.batch_size_, clf.max_epochs_, clf.n_rounds_) == (2827, 15, 60)
+    assert clf.lr_ == 8.0
+    clf.set_params(batch_size=707)._protocol(33916, 3, n_classes=2, n_groups=2)
+    assert clf.n_rounds_ == 15 * 16 and clf.lr_ == pytest.approx(8.0 * 707 / 2827)
+    clf.set_params(batch_size="auto")._protocol(120, 3, n_classes=2, n_groups=2)
+    assert (clf.batch_size_, clf.n_rounds_) == (32, 30)  # at least 32 rows: 2 rounds per epoch
+
+
+def test_dual_step_cap_grows_for_short_runs_but_never_past_a_quarter():
+    from skfairdp.federated.objective import dual_step
+
+    assert dual_step(0.0, 1.5, 5000) == 0.05  # DP-FERMI's cap for long runs
+    assert dual_step(0.0, 1.5, 100) == pytest.approx(20 / 100)
+    assert dual_step(0.0, 1.5, 60) == dual_step(0.0, 1.5, 10) == 0.25  # the default: 0.25
+    noisy = dual_step(1.0, 1.5, 60)  # the noise bound still binds: 0.1 (1 / (2 * 2.25))^2
+    assert noisy == pytest.approx(0.1 / 4.5**2)
+
+
+def test_verbose_prints_rounds_elapsed_and_remaining(capsys):
+    X, y, s = make_tradeoff_data(300, seed=0)
+    FederatedDPFermiClassifier(max_epochs=2, verbose=1, random_state=0).fit(
+        X, y, sensitive_features=s
+    )
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("round ")
+    assert " elapsed, about " in lines[0] and lines[-1].endswith("0.0 s remaining")
+
+
+def test_backend_flower_without_flwr_names_the_extra_and_its_install_line(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "flwr", None)  # import flwr -> ModuleNotFoundError
+    X, y, s = make_tradeoff_data(60, seed=0)
+    clf = FederatedDPFermiClassifier(backend="flower", max_epochs=1, random_state=0)
+    with pytest.raises(ModuleNotFoundError, match=r'"federated" extra.*pip install -e "\.\['):
+        clf.fit(X, y, sensitive_features=s)
+
+
+def test_stop_processes_reaches_a_grandchild_in_a_session_of_its_own(tmp_path):
+    """As flower-superlink starts its SuperExec: a child that starts a grandchild in a new
+    session. Stopping the child's tree stops both (the grandchild is found before its
+    parent dies, and signalled by its own group)."""
+    import subprocess
+    import sys
+
+    from skfairdp.federated.processes import _alive, descendants, stop_processes
+
+    pid_file = tmp_path / "grandchild"
+    code = (
+        "import subprocess, sys, time\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'],"
+        " start_new_session=True)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(120)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    for _ in range(300):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        child.poll()
+        import time
+
+        time.sleep(0.05)
+    grandchild = int(pid_file.read_text())
+    assert grandchild in descendants([child.pid])
+    stop_processes([child.pid], grace=2.0)
+    child.wait(timeout=10)
+    for _ in range(100):  # the grandchild is init's now: reaped by it
+        if not _alive(grandchild):
+            break
+        time.sleep(0.05)
+    assert not _alive(grandchild)

@@ -8,7 +8,12 @@
 - :mod:`.guarantee`: the federation's one ``(epsilon, delta)`` from the silos' own.
 - :mod:`.local`: the in-process backend.
 - :mod:`.flower`: the same silo and server on Flower's Message API (optional extra).
+- :mod:`.flower_client`: the ClientApp (light: flwr and numpy), forwarding to
+- :mod:`.silo_worker`: the silo's process for a run, holding a
+  :class:`~.flower_silo.SiloHost` (:mod:`.flower_silo`).
+- :mod:`.flower_install`: whether flwr is installed, and how to install it.
 - :mod:`.flower_runner`: a loopback Flower deployment and ``backend="flower"``'s fit.
+- :mod:`.processes`: every process of a loopback deployment, and stopping them all.
 - :mod:`.estimator`: :class:`FederatedDPFermiClassifier`.
 """
 

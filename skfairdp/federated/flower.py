@@ -1,8 +1,10 @@
 """The silo and server of :mod:`skfairdp.federated` on Flower's Message API.
 
-Optional: needs ``pip install "skfairdp[federated]"`` (``flwr>=1.41,<1.42``, Python
->= 3.11). The runnable app is ``skfairdp/federated/flower_app`` (``flwr run``);
-its components import :data:`client_app` and :data:`server_app` from here.
+Optional: needs the ``federated`` extra (``flwr>=1.41,<1.42``, Python >= 3.11):
+``pip install -e ".[federated]"`` from a checkout. The runnable app is
+``skfairdp/federated/flower_app`` (``flwr run``); its ServerApp is :data:`server_app`
+here, its ClientApp :data:`~.flower_client.client_app` (light: Flower starts a
+process per message; it forwards to the silo's worker, :mod:`~.silo_worker`).
 
 **ClientApp (one per silo, on the silo's SuperNode).** Everything that decides how
 private a reply is comes from the SuperNode's own *node config*, which the server
@@ -13,9 +15,13 @@ budget), ``histogram``, ``calibration``, ``accountant``, ``rho``, ``dual-bound``
 ``seed`` (omit it in deployments: the noise then comes from the OS CSPRNG) and
 ``report-path`` (where the silo writes its own privacy report). The objective
 (``fairness``, ``fairness-weight``, ``n-classes``, ``n-groups``, ``dual-rates``)
-comes from the run config. Flower starts a fresh ClientApp process per message,
-so the silo's random stream, counters, noise multipliers and recorded events are
-kept in ``context.state`` between rounds (they never leave the SuperNode).
+comes from the run config. Flower 1.41 starts a fresh ClientApp process per message:
+the ClientApp (:mod:`~.flower_client`) only checks the message and hands it to the
+silo's worker (:mod:`~.silo_worker`, one process per silo and run: rows, calibration,
+random stream and accountant loaded once). The silo's state (stream, counters, noise
+multipliers, recorded events) comes back with every reply and is kept in
+``context.state`` (it never leaves the SuperNode), so a restarted worker goes on from
+it. The silo's report computes ``privacy_spent`` once, after its last budgeted round.
 
 Message types: ``query.histogram`` (round 0; config ``cells``; reply ArrayRecord
 ``counts``) and ``train`` (ArrayRecord ``state`` with ``theta``, ``W``, ``pinv``,
@@ -32,27 +38,29 @@ saves ``theta``, ``W`` and the public statistics to ``output-path`` (run config)
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-import pickle
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
-from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
-from flwr.clientapp import ClientApp
-from flwr.serverapp import Grid, ServerApp
 
-from ..fermi.problem import auto_dual_step
-from ..nn import build_module
-from . import objective
-from .server import Server, aggregation_weights
-from .silo import Silo, SiloConfig
+from .flower_install import require_flwr
 
-__all__ = ["client_app", "node_config_for", "server_app"]
+require_flwr()  # a missing flwr: an error naming the extra and its install line
+
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordDict  # noqa: E402
+from flwr.serverapp import Grid, ServerApp  # noqa: E402
+
+from . import objective  # noqa: E402
+from .flower_client import client_app, histogram, train  # noqa: E402
+from .flower_silo import load_theta as _load_theta  # noqa: E402, F401 (fit_flower, tests)
+from .flower_silo import module_for as _module  # noqa: E402
+from .server import Server, aggregation_weights  # noqa: E402
+from .silo import SiloConfig  # noqa: E402
+
+__all__ = ["client_app", "histogram", "node_config_for", "server_app", "train"]
 
 STATE_ARRAYS = ("theta", "W", "pinv", "label_weights")
 #: seconds between the ServerApp's pulls of replies (run config ``poll-interval``)
@@ -74,9 +82,9 @@ NODE_KEYS = (
     "seed",
     "secure-mode",
     "report-path",
+    "silo-worker",
 )
 
-client_app = ClientApp()
 server_app = ServerApp()
 
 
@@ -106,143 +114,8 @@ def node_config_for(config: SiloConfig, data_path: str, seed, report_path: str =
     return node
 
 
-def _silo_config(node: dict, run: dict) -> SiloConfig:
-    epsilon = node["epsilon"]
-    return SiloConfig(
-        epsilon=math.inf if epsilon in ("inf", math.inf) else float(epsilon),
-        delta=node.get("delta", "auto"),
-        privacy_unit=str(node.get("privacy-unit", "record")),
-        max_grad_norm=float(node["max-grad-norm"]),
-        batch_size=int(node["batch-size"]),
-        rounds=int(node["rounds"]),
-        histogram=bool(node.get("histogram", True)),
-        fairness=str(run["fairness"]),
-        fairness_weight=float(run["fairness-weight"]),
-        n_classes=int(run["n-classes"]),
-        n_groups=int(run["n-groups"]),
-        dual_rates=str(run.get("dual-rates", "hard")),
-        rho=float(node.get("rho", 0.05)),
-        calibration=str(node.get("calibration", "accountant")),
-        accountant=str(node.get("accountant", "auto")),
-        dual_bound=node.get("dual-bound", "auto"),
-        secure_mode=bool(node.get("secure-mode", False)),
-    )
-
-
-def _load_silo(context: Context) -> Silo:
-    node = dict(context.node_config)
-    data = np.load(node["data-path"])
-    config = _silo_config(node, dict(context.run_config))
-    silo = Silo(
-        data["X"],
-        data["y"],
-        data["s"],
-        config,
-        seed=node.get("seed"),
-        name=f"silo {Path(str(node['data-path'])).stem}",
-    )
-    if "silo" in context.state.config_records:
-        silo.load_state_bytes(context.state.config_records["silo"]["state"])
-    return silo
-
-
-def _save_silo(silo: Silo, context: Context) -> None:
-    context.state.config_records["silo"] = ConfigRecord({"state": silo.state_bytes()})
-    path = str(context.node_config.get("report-path", ""))
-    if path:
-        spent = silo.privacy_spent()
-        report = {
-            "epsilon": spent.epsilon,
-            "delta": spent.delta,
-            "rounds_done": silo.rounds_done,
-            "histogram_done": silo.histogram_done,
-            "noise": silo.noise,
-            "dp_event": repr(silo.dp_event),
-        }
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(report, f, default=float)
-        os.replace(tmp, path)
-        with open(tmp, "wb") as f:
-            pickle.dump(silo.dp_event, f)
-        os.replace(tmp, path + ".event")
-
-
-# -- ClientApp ------------------------------------------------------------------
-@client_app.query("histogram")
-def histogram(message: Message, context: Context) -> Message:
-    """Round 0: the silo's noisy histogram in the requested layout."""
-    config = dict(message.content.config_records["config"])
-    if set(config) != {"cells"} or set(message.content.array_records):
-        raise ValueError(f"histogram request must hold only config 'cells', got {sorted(config)}")
-    silo = _load_silo(context)
-    counts = silo.histogram(str(config["cells"]))["counts"]
-    _save_silo(silo, context)
-    return Message(
-        RecordDict({"counts": ArrayRecord({"counts": _array(counts)})}), reply_to=message
-    )
-
-
-@client_app.train()
-def train(message: Message, context: Context) -> Message:
-    """One training round: check, sample, clip, noise (own stream), reply the means."""
-    content = message.content
-    if set(content.array_records) != {"state"} or set(content.config_records) != {"config"}:
-        raise ValueError(
-            "a training request holds exactly ArrayRecord 'state' and ConfigRecord 'config'"
-        )
-    broadcast = {k: v.numpy() for k, v in content.array_records["state"].items()}
-    broadcast.update(dict(content.config_records["config"]))
-    silo = _load_silo(context)
-    silo.check_broadcast(broadcast)  # refuses any field beyond BROADCAST_KEYS
-    run = dict(context.run_config)
-    module = _module(silo.X.shape[1], int(run["n-classes"]), run)
-    _load_theta(module, broadcast["theta"])
-    from ..engine import PerSampleGradients
-
-    grads_of = PerSampleGradients(module)
-    try:
-        reply = silo.release(broadcast, module, grads_of)
-    finally:
-        grads_of.close()
-        _save_silo(silo, context)
-    return Message(
-        RecordDict({"reply": ArrayRecord({k: _array(v) for k, v in reply.items()})}),
-        reply_to=message,
-    )
-
-
-def _array(values: np.ndarray):
-    from flwr.app import Array
-
+def _array(values: np.ndarray) -> Array:
     return Array(np.ascontiguousarray(values))
-
-
-def _module(n_features: int, n_classes: int, run: dict, seed: int | None = None):
-    hidden = tuple(int(h) for h in str(run.get("hidden-layer-sizes", "")).split(",") if h.strip())
-    # seeded: the server's initial theta, from the run's init seed (the global RNG untouched)
-    with torch.random.fork_rng(devices=[]) if seed is not None else contextlib.nullcontext():
-        if seed is not None:
-            torch.manual_seed(int(seed))
-        return build_module(
-            None,
-            n_features=n_features,
-            n_outputs=n_classes,
-            hidden_layer_sizes=hidden,
-            module_kwargs={},
-        )
-
-
-def _load_theta(module, theta: np.ndarray) -> None:
-    flat = torch.as_tensor(np.asarray(theta, dtype=np.float32))
-    params = [p for p in module.parameters() if p.requires_grad]
-    if flat.numel() != sum(p.numel() for p in params):
-        raise ValueError(
-            f"theta has {flat.numel()} values, the module {sum(p.numel() for p in params)}"
-        )
-    with torch.no_grad():
-        for p, chunk in zip(params, flat.split([p.numel() for p in params])):
-            p.copy_(chunk.view_as(p))
 
 
 # -- ServerApp ------------------------------------------------------------------
@@ -290,9 +163,7 @@ def main(grid: Grid, context: Context) -> None:
         # the silos' declared W-noise per batch (z_w / m_j): DP-FERMI's rule for the average
         noise = json.loads(str(run.get("dual-noise-per-batch", "[]")) or "[]")
         ratio = math.sqrt(sum((a * z) ** 2 for a, z in zip(weights, noise)))
-        step = auto_dual_step(
-            1.0, ratio if ratio > 0 else math.inf, float(statistics["pinv"].max())
-        )
+        step = objective.dual_step(ratio, float(statistics["pinv"].max()), int(run["rounds"]))
         lr_dual = step / lam if lam > 0 else 0.0
     dual_bound = run.get("dual-bound", "auto")
     dual_bound = statistics["dual_bound_auto"] if dual_bound == "auto" else float(dual_bound)

@@ -4,8 +4,13 @@ What ``FederatedDPFermiClassifier(backend="flower")`` and the integration tests
 use. The processes are the ones a multi-machine deployment runs (doc/federated.md),
 started on 127.0.0.1 with free ports, each silo's data in a file in a temporary
 directory and its privacy settings in its SuperNode's ``--node-config``; the run
-is submitted with ``flwr run`` and followed with ``flwr ls --format json``. Every
-process is killed on exit.
+is submitted with ``flwr run`` and followed with ``flwr ls --format json``.
+
+Every process the federation starts, and every process those start (Flower's
+SuperExecs, ServerApp and ClientApps, some in sessions of their own), is stopped
+within seconds when the federation closes: on a normal exit, an exception, Ctrl-C,
+SIGTERM or SIGHUP to the driver (:mod:`~skfairdp.federated.processes`), or when one
+of its processes dies while a run is under way (:meth:`LoopbackFederation.run`).
 """
 
 from __future__ import annotations
@@ -28,9 +33,12 @@ from pathlib import Path
 import numpy as np
 from skorch.history import History
 
-__all__ = ["APP_DIR", "LoopbackFederation", "fit_flower", "free_port"]
+from .flower_install import require_flwr
+from .processes import signals_raise, stop_processes
 
 APP_DIR = Path(__file__).parent / "flower_app"
+
+__all__ = ["APP_DIR", "LoopbackFederation", "fit_flower", "free_port", "require_flwr"]
 
 
 def free_port() -> int:
@@ -54,8 +62,13 @@ def _kv(config: dict) -> str:
     return " ".join(f"{k}={_toml_value(v)}" for k, v in config.items())
 
 
+def _bin_dir() -> Path:
+    """Where this interpreter's console scripts are (a virtual environment's ``bin``)."""
+    return Path(sys.executable).parent
+
+
 def _bin(name: str) -> str:
-    here = Path(sys.executable).parent / name
+    here = _bin_dir() / name
     return str(here) if here.exists() else name
 
 
@@ -80,6 +93,10 @@ class LoopbackFederation:
         self.processes: list[subprocess.Popen] = []
         self.env = dict(
             os.environ,
+            # Flower's executables start each other by name (flower-superlink starts
+            # flower-superexec): the running interpreter's bin first, so an environment
+            # that was not activated still finds its own Flower
+            PATH=os.pathsep.join([str(_bin_dir()), os.environ.get("PATH", os.defpath)]),
             FLWR_HOME=str(self.home),
             FLWR_DISABLE_UPDATE_CHECK="1",
             # SuperExec (one per SuperNode, one for the SuperLink's ServerApp) polls
@@ -92,6 +109,7 @@ class LoopbackFederation:
             MKL_NUM_THREADS=os.environ.get("MKL_NUM_THREADS", "1"),
         )
         self.port = None
+        self._signals = None
 
     def _start(self, args: list[str], log: str) -> subprocess.Popen:
         out = open(self.workdir / log, "wb")  # noqa: SIM115 (closed with the process)
@@ -104,6 +122,8 @@ class LoopbackFederation:
 
     def __enter__(self) -> LoopbackFederation:
         self.home.mkdir(parents=True, exist_ok=True)
+        self._signals = signals_raise()
+        self._signals.__enter__()
         try:
             self.port = free_port()
             self._start(
@@ -146,23 +166,24 @@ class LoopbackFederation:
         self.close()
 
     def close(self) -> None:
-        """Kill every process this federation started (their whole process groups)."""
-        for proc in self.processes:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10.0
-        for proc in self.processes:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5.0)
-            proc._log.close()  # type: ignore[attr-defined]
-        self.processes = []
-        if self._own_dir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        """Stop every process this federation started and all their descendants.
+
+        SIGTERM to each process group and process, SIGKILL to whatever is left
+        after :data:`~skfairdp.federated.processes.GRACE_SECONDS`.
+        """
+        try:
+            stop_processes([p.pid for p in self.processes])
+            for proc in self.processes:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=5.0)
+                proc._log.close()  # type: ignore[attr-defined]
+            self.processes = []
+            if self._own_dir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+        finally:
+            if self._signals is not None:
+                signals, self._signals = self._signals, None
+                signals.__exit__(None, None, None)
 
     def kill_node(self, j: int) -> None:
         """Kill SuperNode ``j`` (and its ClientApp processes) now."""
@@ -193,8 +214,29 @@ class LoopbackFederation:
             cwd=self.workdir,
         )
 
-    def run(self, run_config: dict, app_dir=APP_DIR, timeout: float = 600.0) -> dict:
-        """Submit the app with ``run_config``, stream its log until it ends.
+    def run(
+        self,
+        run_config: dict,
+        app_dir=APP_DIR,
+        timeout: float = 600.0,
+        *,
+        stop_on_exit: bool = True,
+        progress=None,
+    ) -> dict:
+        """Submit the app with ``run_config``, follow its log until it ends.
+
+        Parameters
+        ----------
+        run_config : dict
+        app_dir : path, default=APP_DIR
+        timeout : float, default=600.0
+            Seconds before the run is abandoned (:class:`subprocess.TimeoutExpired`).
+        stop_on_exit : bool, default=True
+            Stop waiting, with a ``RuntimeError`` naming it, as soon as a process of
+            the federation (the SuperLink, a SuperNode) exits; ``False`` leaves it to
+            the ServerApp (a missing reply, Flower's "Node Unavailable").
+        progress : callable, optional
+            Called about every 0.2 s while the run is under way.
 
         Returns
         -------
@@ -202,13 +244,34 @@ class LoopbackFederation:
             ``run_id``, ``status`` (Flower's, e.g. ``"finished:completed"``) and
             ``log`` (what ``flwr run --stream`` printed).
         """
-        done = self.flwr(
-            "run", str(app_dir), "loopback", "--run-config", _kv(run_config), "--stream",
-            timeout=timeout,
-        )  # fmt: skip
-        log = done.stdout + done.stderr
+        log_path = self.workdir / "flwr-run.out"
+        args = [_bin("flwr"), "run", str(app_dir), "loopback", "--run-config", _kv(run_config)]
+        with open(log_path, "wb") as out:
+            proc = subprocess.Popen(
+                [*args, "--stream"], env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                cwd=self.workdir,
+            )  # fmt: skip
+            try:
+                deadline = time.monotonic() + timeout
+                while proc.poll() is None:
+                    if time.monotonic() > deadline:
+                        raise subprocess.TimeoutExpired(args, timeout)
+                    dead = self._exited() if stop_on_exit else None
+                    if dead:
+                        raise RuntimeError(
+                            f"{dead}; the run is stopped (every silo keeps its own accounting "
+                            "of what it released)\n" + self.logs()
+                        )
+                    if progress is not None:
+                        progress()
+                    time.sleep(0.2)
+            finally:
+                if proc.poll() is None:
+                    stop_processes([proc.pid])
+                    proc.wait()
+        log = log_path.read_text(errors="replace")
         found = re.search(r"run_id `?(\d+)", log)
-        if done.returncode != 0 and found is None:
+        if proc.returncode != 0 and found is None:
             raise RuntimeError(f"flwr run failed:\n{log}")
         run_id = int(found.group(1))
         status = ""
@@ -221,6 +284,14 @@ class LoopbackFederation:
                     break
             time.sleep(0.5)
         return {"run_id": run_id, "status": status, "log": log}
+
+    def _exited(self) -> str | None:
+        """Which of the federation's processes has exited (``None``: all are running)."""
+        for j, proc in enumerate(self.processes):
+            if proc.poll() is not None:
+                name = "the SuperLink" if j == 0 else f"SuperNode {j - 1}"
+                return f"{name} exited with code {proc.returncode}"
+        return None
 
     def logs(self) -> str:
         """Everything the processes wrote (for error messages)."""
@@ -268,8 +339,12 @@ def fit_flower(estimator, X, y, groups, parts, config, seeds, cells) -> dict:
         run_config = _run_config(
             estimator, X.shape[1], len(parts), seeds[-1], cells, tmp / "server.npz", dual_noise
         )
+        rounds = int(run_config["rounds"])
+        progress = _Progress(tmp / "server.npz", rounds, bool(estimator.verbose))
+        if estimator.verbose:
+            print(expected_duration_line(rounds, len(parts)), flush=True)
         with LoopbackFederation(nodes, workdir=tmp / "federation") as fed:
-            result = fed.run(run_config)
+            result = fed.run(run_config, timeout=600.0 + 60.0 * rounds, progress=progress)
             if result["status"] != "finished:completed":
                 raise RuntimeError(
                     f"the Flower run ended with status {result['status']!r}:\n"
@@ -282,7 +357,14 @@ def fit_flower(estimator, X, y, groups, parts, config, seeds, cells) -> dict:
         events = [
             pickle.loads((tmp / f"silo{j}.json.event").read_bytes()) for j in range(len(parts))
         ]
-    from ..privacy.accountant import PrivacySpent
+    from ..privacy.accountant import PrivacySpent, epsilon_spent
+
+    def spent(report, event):
+        if report["epsilon"] is not None:  # the silo's own, after its last budgeted round
+            return PrivacySpent(report["epsilon"], report["delta"])
+        return epsilon_spent(  # a run that stopped early: the accountant's value of its event
+            event, report["delta"], accountant=config.accountant, privacy_unit=config.privacy_unit
+        )
 
     estimator.group_priors_ = out["priors"]
     estimator.label_weights_ = out["label_weights"]
@@ -301,9 +383,60 @@ def fit_flower(estimator, X, y, groups, parts, config, seeds, cells) -> dict:
         "module": module,
         "W": out["W"],
         "events": events,
-        "spent": [PrivacySpent(r["epsilon"], r["delta"]) for r in reports],
+        "spent": [spent(r, e) for r, e in zip(reports, events)],
         "noise": [r["noise"] for r in reports],
     }
+
+
+#: seconds per Flower round of a default fit on loopback (3 silos, the ServerApp and the
+#: SuperNodes on one 2-core machine), measured by benchmarks/federated_flower.py
+#: (benchmarks/results/federated_flower.md); the estimate printed before a run
+ROUND_SECONDS = 7.3
+#: seconds to start the SuperLink and SuperNodes and run round 0
+START_SECONDS = 40.0
+
+
+def expected_duration_line(rounds: int, n_silos: int) -> str:
+    """What ``verbose`` prints before a Flower run: rounds x the measured round time."""
+    total = START_SECONDS + rounds * ROUND_SECONDS
+    return (
+        f"Flower: a SuperLink and {n_silos} SuperNodes on 127.0.0.1, {rounds} rounds; "
+        f"expect about {total / 60:.0f} min ({rounds} x {ROUND_SECONDS:g} s per round, "
+        "as measured on a 2-core machine by benchmarks/federated_flower.py, plus "
+        f"{START_SECONDS:g} s to start)"
+    )
+
+
+class _Progress:
+    """Prints each new round the ServerApp saved, with the elapsed and remaining time."""
+
+    def __init__(self, path: Path, rounds: int, verbose: bool):
+        self.path, self.rounds, self.verbose = path, rounds, verbose
+        self.done, self.start, self.next_check = 0, time.monotonic(), 0.0
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if not self.verbose or now < self.next_check or not self.path.exists():
+            return
+        self.next_check = now + 1.0
+        try:
+            with np.load(self.path) as out:
+                done, seconds = int(out["rounds_done"]), out["round_seconds"]
+        except (OSError, ValueError, KeyError, EOFError):
+            return  # being replaced
+        if done > self.done:
+            from .local import progress_line
+
+            self.done = done
+            elapsed = now - self.start
+            # remaining from the rounds' own times (the start-up is behind us)
+            remaining = float(np.mean(seconds)) * (self.rounds - done) if len(seconds) else 0
+            line = progress_line(done, self.rounds, elapsed)
+            print(line.split(", about")[0] + f", about {_minutes(remaining)} remaining", flush=True)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def _run_config(estimator, n_features, n_silos, init_seed, cells, output, dual_noise) -> dict:
@@ -320,7 +453,7 @@ def _run_config(estimator, n_features, n_silos, init_seed, cells, output, dual_n
         "num-silos": n_silos,
         "rounds": estimator.n_rounds_,
         "rounds-per-epoch": estimator._rounds_per_epoch,
-        "lr": float(estimator.lr),
+        "lr": float(estimator.lr_),
         "lr-decay": float(estimator.lr_decay),
         "lr-dual": "auto" if estimator.lr_dual == "auto" else float(estimator.lr_dual),
         "dual-noise-per-batch": json.dumps([float(z) for z in dual_noise]),

@@ -21,7 +21,24 @@ from .release import clipped_sums
 from .server import Server
 from .silo import Silo
 
-__all__ = ["run_local"]
+__all__ = ["progress_line", "run_local"]
+
+
+def progress_line(done: int, rounds: int, elapsed: float) -> str:
+    """``round 12/60, 3.1 s elapsed, about 12.4 s remaining`` (from the mean round so far)."""
+    remaining = elapsed / done * (rounds - done) if done else float("nan")
+    return (
+        f"round {done}/{rounds}, {_duration(elapsed)} elapsed, "
+        f"about {_duration(remaining)} remaining"
+    )
+
+
+def _duration(seconds: float) -> str:
+    if seconds != seconds:  # nan: nothing measured yet
+        return "?"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    return f"{seconds / 60:.1f} min"
 
 
 def run_local(server: Server, silos: list[Silo], rounds: int, verbose: int = 0) -> History:
@@ -37,7 +54,7 @@ def run_local(server: Server, silos: list[Silo], rounds: int, verbose: int = 0) 
     grads_of = PerSampleGradients(server.module)
     per_epoch = server.rounds_per_epoch
     try:
-        start = time.perf_counter()
+        start = began = time.perf_counter()
         for t in range(rounds):
             broadcast = server.broadcast()
             batches = [silo.begin_round(broadcast) for silo in silos]
@@ -52,7 +69,7 @@ def run_local(server: Server, silos: list[Silo], rounds: int, verbose: int = 0) 
                 history.record("rounds", t + 1)
                 history.record("dur", time.perf_counter() - start)
                 if verbose:
-                    print(f"round {t + 1}/{rounds}")
+                    print(progress_line(t + 1, rounds, time.perf_counter() - began), flush=True)
                 start = time.perf_counter()
     finally:
         grads_of.close()
