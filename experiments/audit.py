@@ -347,8 +347,13 @@ def write_group_markdown(path: Path, df: pd.DataFrame, canaries: dict, args, wal
         f"**Data**: the synthetic table of `audit.md` ({N_ROWS} rows, {N_FEATURES} features, "
         "group 1 = 30% of the rows = the minority). Canaries: in each group, the row "
         f"farthest from that group's feature means, pushed {SPREAD:g}x as far, label "
-        f"flipped, its own group ({norms}). Estimators as in `audit.md`; eps = inf rows "
-        "are the controls (no noise, no clipping).",
+        f"flipped, its own group ({norms}). Estimators as in `audit.md`; "
+        + (
+            "eps = inf rows are the controls (no noise, no clipping)."
+            if np.isinf(df["epsilon_claimed"]).any()
+            else "no eps = inf controls in this run (`--no-control`): `audit.md`'s show the "
+            "attack strong when nothing protects such a canary."
+        ),
         "",
         "**Result**: "
         + (
