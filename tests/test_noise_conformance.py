@@ -51,6 +51,7 @@ import skfairdp.evaluation.table as evaluation_table
 import skfairdp.federated.silo as silo_module
 import skfairdp.fermi.priors as fermi_priors
 import skfairdp.model_selection.search as search_module
+import skfairdp.preprocessing._step as step_module
 import skfairdp.preprocessing.imputer as imputer_module
 import skfairdp.raco.solutions as raco_solutions
 import skfairdp.reductions.releases as cgoo_releases
@@ -160,7 +161,7 @@ def capture(monkeypatch, module, name: str) -> list:
 
 
 def memoise_step_calibration(monkeypatch) -> None:
-    """The preprocessing steps' multiplier, cached on ``(epsilon, delta)`` (same values)."""
+    """The preprocessing steps' multiplier and price, cached (the same values)."""
     original = PrivateStep._noise_multiplier
 
     @functools.cache
@@ -171,6 +172,8 @@ def memoise_step_calibration(monkeypatch) -> None:
     monkeypatch.setattr(
         PrivateStep, "_noise_multiplier", lambda self, delta: cached(float(self.epsilon), delta)
     )
+    price = functools.cache(step_module.epsilon_spent)  # the price of the same event, once
+    monkeypatch.setattr(step_module, "epsilon_spent", lambda e, d, **kw: price(e, d, **kw))
 
 
 def released_noise(calls) -> list[np.ndarray]:
