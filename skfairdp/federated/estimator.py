@@ -99,26 +99,38 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
     lr_dual : "auto" or float, default="auto"
         W's step on the averaged ``lambda grad_W psi``; ``"auto"`` is DP-FERMI's rule
         with the noise of the average of the silos' W-gradients, its cap raised to
-        ``min(0.25, 20 / T)`` for a short run of ``T`` rounds (:func:`~.objective.dual_step`).
+        ``min(0.25, 20 / T)`` for a short run of ``T`` steps (rounds times local steps,
+        :func:`~.objective.dual_step`).
     dual_rates : {"hard", "soft"}, default="hard"
         What W's ascent sees (as DP-FERMI).
     lr_decay : float in (0, 1], default=1.0
         Factor applied to ``lr`` after every epoch (the paper: 0.8 every 10 epochs,
         ``0.8 ** 0.1`` per epoch).
     batch_size : "auto" or int, default="auto"
-        Expected batch size of every silo (its rate is ``m / n_j``); ``"auto"``: a
-        quarter of the mean silo size ``n / N`` (at least 32), i.e. 4 rounds per epoch.
+        Expected batch size of every silo's step (its rate is ``m / n_j``); ``"auto"``:
+        a quarter of the mean silo size ``n / N`` divided by ``local_steps`` (at least
+        32), i.e. 4 rounds per epoch.
     max_epochs : "auto" or int, default="auto"
-        Rounds ``T = max_epochs * ceil((n / N) / m)``; ``"auto"``: 15, so 60 rounds
-        by default. Fewer, larger rounds cost nothing in privacy at a fixed epsilon
-        and epochs (a larger sampling rate over fewer steps needs less noise per
-        averaged gradient) and each round over a network costs seconds. Until
-        issue 27 the defaults were DP-FERMI's (``n / N / 128`` rows per batch, 40
-        epochs, at least 1,000 rounds: 5,160 on Adult); the new ones match their
-        error (``experiments/results/federated_schedule.md``).
+        Rounds ``T = max_epochs * ceil((n / N) / (m * local_steps))``; ``"auto"``: 15,
+        so 60 rounds by default. Fewer, larger rounds cost nothing in privacy at a
+        fixed epsilon and epochs (a larger sampling rate over fewer steps needs less
+        noise per averaged gradient) and each round over a network costs seconds.
+        Until issue 27 the defaults were DP-FERMI's (``n / N / 128`` rows per batch,
+        40 epochs, at least 1,000 rounds: 5,160 on Adult); the new ones match their
+        error and violation (``experiments/results/federated_schedule.md``).
+    local_steps : int, default=2
+        Noisy steps each silo takes per round, each on its own Poisson batch: the
+        silo steps its own copy of theta and W between them (with the server's step
+        sizes) and replies the sums of its noisy mean gradients; the server's step
+        then averages the silos' local iterates. Every step is accounted (each
+        silo's budget is ``rounds * local_steps`` Poisson-sampled Gaussian steps).
+        1 is Algorithm 1 of the paper (one gradient per round, the setting of its
+        analysis); 2 gives the same number of steps as twice the rounds on batches
+        half the size, for the time of a round over a network.
     lr : "auto" or float, default="auto"
-        The server's step on theta; ``"auto"``: 8 at the auto batch size, scaled
-        down linearly for a smaller batch (until issue 27: 0.1).
+        The server's step on theta (and each silo's local step); ``"auto"``: 8 at a
+        batch of a quarter of the mean silo size, scaled down linearly for a smaller
+        batch (4 with the default two local steps; until issue 27: 0.1).
     iterate : {"average", "last"}, default="average"
         Mean of the last half of the server's iterates, or the last.
     calibration : {"accountant", "paper"}, default="accountant"
@@ -193,6 +205,7 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         "backend": [StrOptions(set(BACKENDS))],
         "lr_decay": [Interval(Real, 0, 1, closed="right")],
         "lr": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "local_steps": [Interval(Integral, 1, None, closed="left")],
     }
     #: the federated "auto" rules (few, large rounds), at the mean silo size (public
     #: protocol parameters)
@@ -205,8 +218,8 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         group_priors=None, rho=0.05, dual_bound="auto", lr_dual="auto", dual_rates="hard",
         lr_decay=1.0, privacy_unit="record", iterate="average", calibration="accountant",
         accountant="auto", sensitive_values=None, lr="auto", batch_size="auto", max_epochs="auto",
-        module=None, hidden_layer_sizes=(), optimizer=torch.optim.SGD, callbacks=None,
-        random_state=None, secure_mode=False, device="cpu", n_jobs=None,
+        local_steps=3, module=None, hidden_layer_sizes=(), optimizer=torch.optim.SGD,
+        callbacks=None, random_state=None, secure_mode=False, device="cpu", n_jobs=None,
         record_private_diagnostics=False, verbose=0, **kwargs,
     ):  # fmt: skip
         self._store_parameters(locals())
@@ -298,10 +311,12 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         ``max_epochs_``, ``max_grad_norm_`` and ``n_rounds_``.
         """
         n_ref = max(1, int(round(n / n_silos)))
-        # the batch rule at the mean silo size rounded up: its rounds per epoch exactly
-        batch_size, max_epochs = self._training_schedule(math.ceil(n / n_silos))
+        steps = int(self.local_steps)
+        # the batch rule at the mean silo size rounded up (over the local steps of a
+        # round): its rounds per epoch exactly
+        batch_size, max_epochs = self._training_schedule(math.ceil(math.ceil(n / n_silos) / steps))
         clip = self._clip_norm(n_ref)
-        self._rounds_per_epoch = max(1, math.ceil(n / n_silos / batch_size))
+        self._rounds_per_epoch = max(1, math.ceil(n / n_silos / (batch_size * steps)))
         self.batch_size_, self.max_epochs_, self.max_grad_norm_ = batch_size, max_epochs, clip
         self.n_rounds_ = max_epochs * self._rounds_per_epoch
         self.lr_ = (
@@ -317,6 +332,7 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
             max_grad_norm=clip,
             batch_size=batch_size,
             rounds=self.n_rounds_,
+            local_steps=steps,
             histogram=cells is not None,
             fairness=self.fairness,
             fairness_weight=float(self.fairness_weight),
@@ -500,7 +516,8 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
                 if math.isfinite(s.noise["dual"])
             )
         )
-        step = objective.dual_step(ratio, float(statistics["pinv"].max()), self.n_rounds_)
+        steps = self.n_rounds_ * int(self.local_steps)
+        step = objective.dual_step(ratio, float(statistics["pinv"].max()), steps)
         return step / lam
 
     def _build_optimizer(self, module: torch.nn.Module) -> torch.optim.Optimizer:

@@ -25,7 +25,8 @@ it. The silo's report computes ``privacy_spent`` once, after its last budgeted r
 
 Message types: ``query.histogram`` (round 0; config ``cells``; reply ArrayRecord
 ``counts``) and ``train`` (ArrayRecord ``state`` with ``theta``, ``W``, ``pinv``,
-``label_weights`` and ConfigRecord ``config`` with ``round``; reply ArrayRecord
+``label_weights`` and ConfigRecord ``config`` with ``round``, ``lr``, ``lr_dual`` and
+``dual_bound``, the server's public step sizes a silo's local steps use; reply ArrayRecord
 ``reply`` with exactly ``theta`` and, when ``lambda > 0``, ``W``: the noisy mean
 gradients). A request the silo refuses (an unknown field, a round past its
 budget, a second histogram) raises in the ClientApp; Flower returns the error to
@@ -58,7 +59,7 @@ from .flower_client import client_app, histogram, train  # noqa: E402
 from .flower_silo import load_theta as _load_theta  # noqa: E402, F401 (fit_flower, tests)
 from .flower_silo import module_for as _module  # noqa: E402
 from .server import Server, aggregation_weights  # noqa: E402
-from .silo import SiloConfig  # noqa: E402
+from .silo import LOCAL_STEP_KEYS, SiloConfig  # noqa: E402
 
 __all__ = ["client_app", "histogram", "node_config_for", "server_app", "train"]
 
@@ -74,6 +75,7 @@ NODE_KEYS = (
     "max-grad-norm",
     "batch-size",
     "rounds",
+    "local-steps",
     "histogram",
     "calibration",
     "accountant",
@@ -99,6 +101,7 @@ def node_config_for(config: SiloConfig, data_path: str, seed, report_path: str =
         "max-grad-norm": float(config.max_grad_norm),
         "batch-size": int(config.batch_size),
         "rounds": int(config.rounds),
+        "local-steps": int(config.local_steps),
         "histogram": bool(config.histogram),
         "calibration": config.calibration,
         "accountant": config.accountant,
@@ -163,7 +166,8 @@ def main(grid: Grid, context: Context) -> None:
         # the silos' declared W-noise per batch (z_w / m_j): DP-FERMI's rule for the average
         noise = json.loads(str(run.get("dual-noise-per-batch", "[]")) or "[]")
         ratio = math.sqrt(sum((a * z) ** 2 for a, z in zip(weights, noise)))
-        step = objective.dual_step(ratio, float(statistics["pinv"].max()), int(run["rounds"]))
+        steps = int(run["rounds"]) * int(run.get("local-steps", 1))
+        step = objective.dual_step(ratio, float(statistics["pinv"].max()), steps)
         lr_dual = step / lam if lam > 0 else 0.0
     dual_bound = run.get("dual-bound", "auto")
     dual_bound = statistics["dual_bound_auto"] if dual_bound == "auto" else float(dual_bound)
@@ -218,7 +222,9 @@ def main(grid: Grid, context: Context) -> None:
         state = server.broadcast()
         arrays = ArrayRecord({k: _array(np.asarray(state[k])) for k in STATE_ARRAYS})
         broadcast_bytes = arrays.count_bytes()
-        config = ConfigRecord({"round": int(state["round"])})
+        config = ConfigRecord(
+            {"round": int(state["round"]), **{k: float(state[k]) for k in LOCAL_STEP_KEYS}}
+        )
         msgs = [
             Message(
                 RecordDict({"state": arrays, "config": config}),

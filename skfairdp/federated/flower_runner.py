@@ -452,6 +452,7 @@ def _run_config(estimator, n_features, n_silos, init_seed, cells, output, dual_n
     return {
         "num-silos": n_silos,
         "rounds": estimator.n_rounds_,
+        "local-steps": int(estimator.local_steps),
         "rounds-per-epoch": estimator._rounds_per_epoch,
         "lr": float(estimator.lr_),
         "lr-decay": float(estimator.lr_decay),

@@ -35,6 +35,7 @@ def silo_config(node: dict, run: dict) -> SiloConfig:
         max_grad_norm=float(node["max-grad-norm"]),
         batch_size=int(node["batch-size"]),
         rounds=int(node["rounds"]),
+        local_steps=int(node.get("local-steps", 1)),
         histogram=bool(node.get("histogram", True)),
         fairness=str(run["fairness"]),
         fairness_weight=float(run["fairness-weight"]),

@@ -7,6 +7,9 @@ the aggregation weights. Its update is Algorithm 1's line 11:
     theta <- theta - lr * sum_j a_j v_j        (v_j: silo j's noisy mean theta-gradient)
     W     <- Proj_ball(W + lr_dual * sum_j a_j h_j)   (h_j: its noisy mean of lambda grad_W psi)
 
+(with local steps, ``v_j`` and ``h_j`` are sums of a silo's noisy mean gradients over its
+steps: then the new theta is the average of the silos' local iterates).
+
 with ``a_j = 1/N`` (``aggregation="uniform"``, the paper's) or ``a_j`` proportional
 to silo ``j``'s released (noisy) row count (``"size"``). It never sees a row, a
 group, a batch or a clipping norm.
@@ -123,13 +126,20 @@ class Server:
             return torch.cat([p.detach().reshape(-1) for p in self.params]).cpu().numpy()
 
     def broadcast(self) -> dict:
-        """What every silo receives this round (public values only)."""
+        """What every silo receives this round (public values only).
+
+        With the step sizes (:data:`~.silo.LOCAL_STEP_KEYS`) a silo taking local steps
+        steps with: ``lr`` (this round's, after any decay), ``lr_dual``, ``dual_bound``.
+        """
         return {
             "round": self.round,
             "theta": self.theta(),
             "W": self.W.cpu().numpy(),
             "pinv": self._pinv,
             "label_weights": self._label_weights,
+            "lr": float(self.optimizer.param_groups[0]["lr"]),
+            "lr_dual": float(self.problem.lr_dual),
+            "dual_bound": float(self.problem.dual_bound),
         }
 
     def check_reply(self, reply: dict, silo: str) -> None:

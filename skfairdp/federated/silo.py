@@ -11,6 +11,14 @@ priors and label weights. A broadcast with any other field is refused, so a
 server cannot ask for less noise, and a request past the budget raises
 :class:`SiloBudgetExceeded`. The replies (:data:`REPLY_KEYS`) are the noised,
 averaged gradients only.
+
+With ``local_steps = K > 1`` a round is ``K`` noisy steps on ``K`` independent
+Poisson batches: the silo steps its own copy of ``theta`` and ``W`` after each one
+(plain SGD and projected ascent with the server's public step sizes,
+:data:`LOCAL_STEP_KEYS`) and replies the sum of the ``K`` noisy mean gradients, so
+that the server's step from it is the silos' local iterates averaged (FedAvg). Each
+step is one Poisson-sampled Gaussian release, recorded as it runs: the budget covers
+``rounds * K`` of them.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import numpy as np
 import torch
 
 from .._fit.budget import reserved_noise_multiplier
+from ..fermi.ermi import project_frobenius
 from ..fermi.problem import DUAL_NOISE_RATIO, GROUP_PRIOR_BUDGET_SHARE, w_clip_norm
 from ..fermi.theorem import theorem_3_3_preconditions, theorem_3_3_sigmas
 from ..privacy import (
@@ -47,6 +56,7 @@ from .release import SiloBatch, clipped_sums
 
 __all__ = [
     "BROADCAST_KEYS",
+    "LOCAL_STEP_KEYS",
     "REPLY_KEYS",
     "Silo",
     "SiloBudgetExceeded",
@@ -54,8 +64,12 @@ __all__ = [
     "budgeted_event",
 ]
 
-#: What a server may send each training round (all public).
+#: What a server must send each training round (all public).
 BROADCAST_KEYS = frozenset({"round", "theta", "W", "pinv", "label_weights"})
+#: The server's public step sizes: what a silo taking local steps steps with (``lr`` on
+#: theta, ``lr_dual`` and the ball's radius ``dual_bound`` on W). A server may send them
+#: to any silo (they move no noise); one with ``local_steps > 1`` needs them.
+LOCAL_STEP_KEYS = frozenset({"lr", "lr_dual", "dual_bound"})
 #: What a silo sends back each training round: noisy mean gradients in theta and W.
 REPLY_KEYS = frozenset({"theta", "W"})
 #: What a silo sends back in round 0: its noisy histogram.
@@ -118,6 +132,9 @@ class SiloConfig:
         Expected batch size ``m``; the Poisson rate is ``min(1, m / n_j)``.
     rounds : int
         Training rounds the silo answers; its noise is calibrated for this many.
+    local_steps : int
+        Noisy steps per round, each on its own Poisson batch (1: the paper's one
+        gradient per round); the noise is calibrated for ``rounds * local_steps`` steps.
     histogram : bool
         Whether the silo answers one round-0 histogram (planned in its budget).
     fairness, fairness_weight, n_classes, n_groups, dual_rates
@@ -142,6 +159,7 @@ class SiloConfig:
     max_grad_norm: float = 1.0
     batch_size: int = 256
     rounds: int = 1000
+    local_steps: int = 1
     histogram: bool = True
     fairness: str = "demographic_parity"
     fairness_weight: float = 1.0
@@ -157,6 +175,11 @@ class SiloConfig:
     @property
     def private(self) -> bool:
         return not math.isinf(self.epsilon)
+
+    @property
+    def steps(self) -> int:
+        """Noisy steps the budget covers: ``rounds * local_steps``."""
+        return int(self.rounds) * int(self.local_steps)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -190,6 +213,10 @@ class Silo:
         n = len(self.y)
         if n == 0 or self.X.shape[0] != n or len(self.groups) != n:
             raise ValueError(f"{self.name}: X, y and groups must have the same, non-zero length")
+        if int(config.local_steps) != config.local_steps or config.local_steps < 1:
+            raise ValueError(
+                f"{self.name}: local_steps must be an integer >= 1, got {config.local_steps!r}"
+            )
         self.n_samples = n
         self.random = RandomSource(seed, secure_mode=config.secure_mode, device=device)
         self.recorder = EventRecorder()
@@ -255,11 +282,12 @@ class Silo:
 
     # -- noise ------------------------------------------------------------------
     def budgeted_event(self, steps_multiplier: float, steps: int | None = None):
-        """The silo's :func:`budgeted_event`: its histogram (if agreed), then ``steps`` rounds.
+        """The silo's :func:`budgeted_event`: its histogram (if agreed), then ``steps`` steps.
 
-        ``steps`` defaults to the rounds of its budget (``config.rounds``).
+        ``steps`` defaults to the steps of its budget (``config.steps``: rounds times
+        local steps).
         """
-        steps = self.config.rounds if steps is None else steps
+        steps = self.config.steps if steps is None else steps
         return budgeted_event(
             self.histogram_multiplier, steps_multiplier, self.sampling_rate, steps
         )
@@ -287,7 +315,7 @@ class Silo:
                 c.epsilon,
                 self.delta,
                 self.sampling_rate,
-                c.rounds,
+                c.steps,
                 self.histogram_multiplier,
                 c.accountant,
                 c.privacy_unit,
@@ -295,8 +323,8 @@ class Silo:
         except ValueError as exc:
             raise ValueError(
                 f"{self.name}: epsilon={c.epsilon:g} at delta={self.delta:g} cannot be met by "
-                f"{c.rounds} rounds at sampling rate {self.sampling_rate:.3g} ({exc}); raise "
-                "epsilon or lower the number of rounds"
+                f"{c.steps} steps ({c.rounds} rounds of {c.local_steps}) at sampling rate "
+                f"{self.sampling_rate:.3g} ({exc}); raise epsilon or lower the number of rounds"
             ) from exc
         z = effective * spread
         z_w = DUAL_NOISE_RATIO * z if has_dual else math.inf
@@ -305,7 +333,7 @@ class Silo:
 
     def _paper_noise(self, pinv: torch.Tensor) -> dict:
         c = self.config
-        m, n, steps = self.expected_batch_size, self.n_samples, c.rounds
+        m, n, steps = self.expected_batch_size, self.n_samples, c.steps
         lam = float(c.fairness_weight)
         has_dual = lam > 0
         problems = theorem_3_3_preconditions(
@@ -347,8 +375,9 @@ class Silo:
     # -- one training round -----------------------------------------------------
     def check_broadcast(self, broadcast: dict) -> None:
         """Refuse a broadcast with fields a server may not set (e.g. noise, budget)."""
-        extra = set(broadcast) - BROADCAST_KEYS
-        missing = BROADCAST_KEYS - set(broadcast)
+        extra = set(broadcast) - BROADCAST_KEYS - LOCAL_STEP_KEYS
+        required = BROADCAST_KEYS | (LOCAL_STEP_KEYS if self.config.local_steps > 1 else set())
+        missing = required - set(broadcast)
         if extra or missing:
             raise ValueError(
                 f"{self.name} refuses the broadcast: fields {sorted(extra)} are not the "
@@ -358,7 +387,20 @@ class Silo:
             )
 
     def begin_round(self, broadcast: dict) -> SiloBatch:
-        """Check the request and the budget, calibrate (first round), draw the batch."""
+        """Check the request and the budget, calibrate (first round), draw the batch.
+
+        One step per round only (``local_steps=1``); :meth:`release` takes any number.
+        """
+        public = self._open_round(broadcast)
+        if self.config.local_steps != 1:
+            raise ValueError(
+                f"{self.name} takes {self.config.local_steps} local steps per round: "
+                "call release(), which steps its own copy of the model between them"
+            )
+        return self._draw(public)
+
+    def _open_round(self, broadcast: dict) -> dict:
+        """Check the request and the budget; calibrate (first round); the public tensors."""
         self.check_broadcast(broadcast)
         c = self.config
         if self.rounds_done >= c.rounds:
@@ -368,7 +410,12 @@ class Silo:
                 f"{int(broadcast['round'])} refused"
             )
         public = self._public(broadcast)
-        noise = self.calibrate(public["pinv"])
+        self.calibrate(public["pinv"])
+        return public
+
+    def _draw(self, public: dict) -> SiloBatch:
+        """The next Poisson batch (rows, per-row tensors, clip norms) of one step."""
+        c, noise = self.config, self.noise
         idx_t = torch.from_numpy(self._next_batch())
         codes, weights = (t.index_select(0, idx_t) for t in public["rows"])
         private = c.private and math.isfinite(noise["effective"])
@@ -412,6 +459,12 @@ class Silo:
 
     def finish_round(self, primal: torch.Tensor, dual: torch.Tensor | None) -> dict:
         """Noise the clipped sums with the silo's own stream, record, average: the reply."""
+        reply = self._noisy_means(primal, dual)
+        self.rounds_done += 1
+        return reply
+
+    def _noisy_means(self, primal: torch.Tensor, dual: torch.Tensor | None) -> dict:
+        """One step's release: the clipped sums noised (recorded) and divided by ``m``."""
         c, state = self.config, self._round
         if state["private"]:
             with self.recorder.batch(self.sampling_rate):
@@ -428,7 +481,6 @@ class Silo:
             denominator = self.expected_batch_size
         else:
             denominator = float(max(state["size"], 1))
-        self.rounds_done += 1
         self._round = None
         reply = {"theta": _float32_array(primal / denominator)}
         if dual is not None:
@@ -461,11 +513,43 @@ class Silo:
     def release(self, broadcast: dict, module, grads_of) -> dict:
         """One whole training round for this silo alone (what a Flower ClientApp runs).
 
-        ``module`` must hold the broadcast ``theta`` (``grads_of`` is bound to it).
+        ``module`` must hold the broadcast ``theta`` (``grads_of`` is bound to it). With
+        ``local_steps = K > 1`` the silo steps ``module`` (its own copy: it is left at
+        the iterate of the last step) and its ``W`` after each of the first ``K - 1``
+        noisy steps and replies the sums of the ``K`` noisy mean gradients.
         """
-        batch = self.begin_round(broadcast)
-        ((primal, dual),) = clipped_sums(grads_of, self.problem(broadcast), [batch])
-        return self.finish_round(primal, dual)
+        if self.config.local_steps == 1:
+            batch = self.begin_round(broadcast)
+            ((primal, dual),) = clipped_sums(grads_of, self.problem(broadcast), [batch])
+            return self.finish_round(primal, dual)
+        return self._local_round(broadcast, module, grads_of)
+
+    def _local_round(self, broadcast: dict, module, grads_of) -> dict:
+        public = self._open_round(broadcast)
+        lr, lr_dual = float(broadcast["lr"]), float(broadcast["lr_dual"])
+        dual_bound = float(broadcast["dual_bound"])
+        params = [p for p in module.parameters() if p.requires_grad]
+        problem = self.problem(broadcast)
+        W = problem.W
+        total: dict = {}
+        for k in range(self.config.local_steps):
+            if k:
+                problem.state = {"W": W}
+            ((primal, dual),) = clipped_sums(grads_of, problem, [self._draw(public)])
+            step = self._noisy_means(primal, dual)
+            for key, value in step.items():
+                total[key] = value if key not in total else total[key] + value
+            if k + 1 == self.config.local_steps:
+                break
+            with torch.no_grad():  # the server's step, on the silo's own copy
+                flat = torch.from_numpy(step["theta"])
+                for p, g in zip(params, flat.split([p.numel() for p in params])):
+                    p.add_(g.view_as(p).to(p.device), alpha=-lr)
+                if "W" in step:
+                    W = torch.add(W, torch.from_numpy(step["W"]).view_as(W), alpha=lr_dual)
+                    W = project_frobenius(W, dual_bound)
+        self.rounds_done += 1
+        return total
 
     # -- accounting -------------------------------------------------------------
     @property
