@@ -41,10 +41,11 @@ RUN = {
 }
 
 
-def _silo_config(rounds):
+def _silo_config(rounds, local_steps=1):
     return SiloConfig(
-        epsilon=1.0, batch_size=16, rounds=rounds, histogram=True, fairness_weight=2.0
-    )
+        epsilon=1.0, batch_size=16, rounds=rounds, histogram=True, fairness_weight=2.0,
+        local_steps=local_steps,
+    )  # fmt: skip
 
 
 @pytest.fixture
@@ -56,10 +57,13 @@ def task_identity():
     TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = before
 
 
-def test_client_app_replies_only_the_declared_noisy_arrays(tmp_path, task_identity):
+@pytest.mark.parametrize("local_steps", [1, 3])
+def test_client_app_replies_only_the_declared_noisy_arrays(tmp_path, task_identity, local_steps):
     X, y, s = make_tradeoff_data(120, seed=0)
     np.savez(tmp_path / "silo.npz", X=X, y=y, s=s)
-    node = fl.node_config_for(_silo_config(3), tmp_path / "silo.npz", seed=3)
+    config = _silo_config(3, local_steps)
+    node = fl.node_config_for(config, tmp_path / "silo.npz", seed=3)
+    assert node["local-steps"] == local_steps
     node["silo-worker"] = False  # the silo in this process (the federations use workers)
     context = Context(run_id=1, node_id=1, node_config=node, state=RecordDict(), run_config=RUN)
     state = {
@@ -69,8 +73,11 @@ def test_client_app_replies_only_the_declared_noisy_arrays(tmp_path, task_identi
         "label_weights": np.ones(2),
     }
 
+    # the server's public step sizes (every round; a silo taking local steps uses them)
+    steps = {"lr": 0.5, "lr_dual": 0.05, "dual_bound": 3.0}
+
     def request(extra=None):
-        config = {"round": 0, **(extra or {})}
+        config = {"round": 0, **steps, **(extra or {})}
         content = RecordDict(
             {
                 "state": ArrayRecord({k: Array(v) for k, v in state.items()}),
@@ -84,12 +91,12 @@ def test_client_app_replies_only_the_declared_noisy_arrays(tmp_path, task_identi
     assert not reply.config_records and not reply.metric_records
     assert sorted(reply["reply"]) == ["W", "theta"]
     # the same reply as an in-process silo with the same seed and config
-    silo = Silo(X, y, s, _silo_config(3), seed=3)
+    silo = Silo(X, y, s, config, seed=3)
     module = fl._module(3, 2, RUN)
     fl._load_theta(module, state["theta"])
     from skfairdp.engine import PerSampleGradients
 
-    expected = silo.release({**state, "round": 0}, module, PerSampleGradients(module))
+    expected = silo.release({**state, "round": 0, **steps}, module, PerSampleGradients(module))
     for key in ("theta", "W"):
         assert np.allclose(reply["reply"][key].numpy(), expected[key], atol=1e-6)
     # the silo's state (stream, counters, events) persisted in its context
