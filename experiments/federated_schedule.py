@@ -130,7 +130,9 @@ def report(args):
         "epsilon = 1, delta = 1e-5, 75/25 split). Means over seeds; `d error` and `d dp` are "
         "the mean paired differences to `before` (the defaults before issue 27), with "
         "their standard errors over seeds. `seeds` 0-4 are the issue's; where more seeds "
-        "ran, a second row pools all of them.",
+        "ran, a second row pools all of them. `auto` is the estimator's defaults (60 rounds "
+        "of 3 local steps); `R<R>E<E>L<lr>K<K>`: `R` rounds per epoch of `K` local steps, "
+        "`E` epochs, step `lr` (`K` 1 when omitted).",
         "",
         "| dataset | lambda | candidate | seeds | rounds | batch | epochs | lr | error | dp "
         "violation | d error | d dp | fit s |",

@@ -151,7 +151,8 @@ DPFERMI = AutoSchedule(fermi_batch_size, fermi_max_epochs, fermi_max_grad_norm)
 # Poisson rate over fewer steps needs less noise per averaged gradient. On Adult and Credit
 # Card (3 silos, epsilon = 1, 5 seeds; experiments/results/federated_schedule.md) 4 rounds
 # per epoch for 15 epochs at lr = 8 matched the error of DP-FERMI's schedule (5,160 rounds
-# at lr = 0.1), with the dual step of skfairdp.federated.objective.dual_step.
+# at lr = 0.1), with the dual step of skfairdp.federated.objective.dual_step; with 3 local
+# steps per round (the estimator's local_steps=3: batch and lr a third) its violation too.
 FEDERATED_ROUNDS_PER_EPOCH, FEDERATED_EPOCHS, FEDERATED_MIN_BATCH = 4, 15, 32
 FEDERATED_LR = 8.0
 # W's ascent averages over about 1 / (2 a p) rounds (a = lr_dual * lambda, p a class

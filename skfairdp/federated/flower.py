@@ -11,7 +11,8 @@ private a reply is comes from the SuperNode's own *node config*, which the serve
 cannot change: ``data-path`` (an ``.npz`` with ``X`` float32, ``y`` label codes
 and ``s`` group codes in the run's global encoding), ``epsilon``, ``delta``,
 ``privacy-unit``, ``max-grad-norm``, ``batch-size``, ``rounds`` (the silo's
-budget), ``histogram``, ``calibration``, ``accountant``, ``rho``, ``dual-bound``,
+budget), ``local-steps`` (steps per round, 1 when omitted), ``histogram``,
+``calibration``, ``accountant``, ``rho``, ``dual-bound``,
 ``seed`` (omit it in deployments: the noise then comes from the OS CSPRNG) and
 ``report-path`` (where the silo writes its own privacy report). The objective
 (``fairness``, ``fairness-weight``, ``n-classes``, ``n-groups``, ``dual-rates``)

@@ -195,9 +195,11 @@ def dual_step(noise_ratio: float, max_pinv: float, rounds: int) -> float:
     ``sqrt(sum_j a_j^2 (z_w,j / m_j)^2)`` (0 or inf: no noise). DP-FERMI's rule
     (:func:`~skfairdp.fermi.problem.auto_dual_step`) takes the largest step whose
     noise moves a psi coefficient by at most 1, capped at 0.05: W then averages over
-    about ``1 / (2 a p)`` ~ 100 rounds (``p`` ~ 0.1, a class share). The federated
-    schedule runs ``T`` ~ 60 rounds, so the cap is ``max(0.05, min(0.25, 20 / T))`` (0.25 at
-    the default 60 rounds): W settles within a tenth of a run of 80 rounds or more, and
+    about ``1 / (2 a p)`` ~ 100 steps (``p`` ~ 0.1, a class share). The federated
+    schedule runs ``T`` ~ 60 rounds of ``K`` steps (W steps after each, on the server or
+    in a silo), so the cap is ``max(0.05, min(0.25, 20 / T))`` for ``T`` steps (0.11 at
+    the default 60 rounds of 3 steps, 0.25 at 60 of one): W settles within a tenth of a
+    run of 80 steps or more, and
     never overshoots (each step keeps at least
     3/4 of W's distance to its target for a class share up to 0.5). On Adult at 60
     rounds (seed 0) the violation at lambda = 1 was 0.153 at the 0.05 cap, 0.129 at
