@@ -262,11 +262,12 @@ CHECKED = [
         difference_bound=0.2, epsilon=8.0, max_iter=2, max_sample_weight=10, random_state=0,
     ),
     # federated DP-FERMI (local backend, 3 silos of the checks' rows each); the private
-    # instance uses full batches and public group priors, as the centralized ones above
+    # instance uses full batches (one step per round: local steps on full batches would
+    # only split the budget) and public group priors, as the centralized ones above
     FederatedDPFermiClassifier(fairness_weight=0, epsilon=np.inf, max_epochs=10, random_state=0),
     FirstColumnFederated(
         fairness_weight=1.0, epsilon=8, lr=0.5, max_epochs=10, batch_size=1024,
-        group_priors=[0.5, 0.5], random_state=0,
+        local_steps=1, group_priors=[0.5, 0.5], random_state=0,
     ),
 ]  # fmt: skip
 

@@ -233,6 +233,7 @@ class Silo:
             self.recorder.record(dp_accounting.NonPrivateDpEvent())
         self._pending: list = []  # the rest of the current epoch's batches
         self._public_cache: dict | None = None
+        self._local_public: dict | None = None  # set while release() takes local steps
         self.rounds_done = 0
         self.histogram_done = False
         # noise multipliers: fixed once, at the silo's first training round
@@ -389,8 +390,11 @@ class Silo:
     def begin_round(self, broadcast: dict) -> SiloBatch:
         """Check the request and the budget, calibrate (first round), draw the batch.
 
-        One step per round only (``local_steps=1``); :meth:`release` takes any number.
+        Called alone for one step per round (``local_steps=1``); with more,
+        :meth:`release` calls it for each of its steps (the checks are the round's).
         """
+        if self._local_public is not None:  # a step of release()'s round, already checked
+            return self._draw(self._local_public)
         public = self._open_round(broadcast)
         if self.config.local_steps != 1:
             raise ValueError(
@@ -526,6 +530,13 @@ class Silo:
 
     def _local_round(self, broadcast: dict, module, grads_of) -> dict:
         public = self._open_round(broadcast)
+        try:
+            self._local_public = public
+            return self._local_steps(broadcast, module, grads_of)
+        finally:
+            self._local_public = None
+
+    def _local_steps(self, broadcast: dict, module, grads_of) -> dict:
         lr, lr_dual = float(broadcast["lr"]), float(broadcast["lr_dual"])
         dual_bound = float(broadcast["dual_bound"])
         params = [p for p in module.parameters() if p.requires_grad]
@@ -535,7 +546,7 @@ class Silo:
         for k in range(self.config.local_steps):
             if k:
                 problem.state = {"W": W}
-            ((primal, dual),) = clipped_sums(grads_of, problem, [self._draw(public)])
+            ((primal, dual),) = clipped_sums(grads_of, problem, [self.begin_round(broadcast)])
             step = self._noisy_means(primal, dual)
             for key, value in step.items():
                 total[key] = value if key not in total else total[key] + value
