@@ -14,6 +14,9 @@ One run measures, on the same machine, one after the other:
     (``flower_round_seconds_``), test error and demographic-parity violation.
 ``local``
     The same fit on the local backend (its error is the reference).
+``flower-simulation``
+    The same fit on Flower's Simulation Engine (``backend="flower-simulation"``; run
+    when ``ray`` is importable): the same app without a SuperLink or SuperNodes.
 
 Run::
 
@@ -214,6 +217,14 @@ def report(rows: list[dict], out: Path) -> None:
             f"- Test error, Flower against local: {fl['error']:.4f} against {lo['error']:.4f} "
             f"(difference {fl['error'] - lo['error']:+.4f}; target: within 0.005).",
         ]
+    if {"flower-simulation", "local"} <= set(by):
+        si, lo = by["flower-simulation"], by["local"]
+        lines.append(
+            f"- Flower's Simulation Engine (one machine, silos not isolated): "
+            f"{si['median_round_seconds']:.3f} s per round (median), whole fit "
+            f"{si['wall_seconds']:.0f} s with Ray's start; test error {si['error']:.4f} "
+            f"(local {lo['error']:.4f})."
+        )
     (out / "federated_flower.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -221,7 +232,12 @@ def report(rows: list[dict], out: Path) -> None:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
-    parser.add_argument("--runs", nargs="+", default=["floor", "flower", "local"])
+    import importlib.util
+
+    runs = ["floor", "flower", "local"]
+    if importlib.util.find_spec("ray") is not None:
+        runs.append("flower-simulation")
+    parser.add_argument("--runs", nargs="+", default=runs)
     args = parser.parse_args(argv)
     os.environ.setdefault("FLWR_DISABLE_UPDATE_CHECK", "1")
     logging.getLogger("absl").setLevel(logging.ERROR)

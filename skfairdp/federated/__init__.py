@@ -13,6 +13,8 @@
   :class:`~.flower_silo.SiloHost` (:mod:`.flower_silo`).
 - :mod:`.flower_install`: whether flwr is installed, and how to install it.
 - :mod:`.flower_runner`: a loopback Flower deployment and ``backend="flower"``'s fit.
+- :mod:`.flower_simulation`: ``backend="flower-simulation"``, the app on Flower's
+  Simulation Engine (one machine).
 - :mod:`.processes`: every process of a loopback deployment, and stopping them all.
 - :mod:`.estimator`: :class:`FederatedDPFermiClassifier`.
 """

@@ -38,7 +38,7 @@ from .silo import Silo, SiloConfig
 
 __all__ = ["FederatedDPFermiClassifier"]
 
-BACKENDS = ("local", "flower")
+BACKENDS = ("local", "flower", "flower-simulation")
 
 
 class FederatedDPFermiClassifier(PrivateClassifierBase):
@@ -78,11 +78,14 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
     aggregation : {"uniform", "size"}, default="uniform"
         Server weights ``a_j``: ``1/N`` (the paper's), or proportional to each
         silo's row count as released (noisily, in round 0) by the silo.
-    backend : {"local", "flower"}, default="local"
+    backend : {"local", "flower", "flower-simulation"}, default="local"
         ``"local"``: silos and server in this process. ``"flower"``: the same code
         as a Flower app, with a SuperLink and one SuperNode per silo started on
         127.0.0.1 (needs the ``federated`` extra, Python >= 3.11: ``pip install -e
-        ".[federated]"`` from a checkout).
+        ".[federated]"`` from a checkout). ``"flower-simulation"``: the same app on
+        Flower's Simulation Engine (needs ``ray``: the ``simulation`` extra), rounds
+        of a fraction of a second, for single-machine studies only: the silos are
+        not isolated from each other or the server (:mod:`~.flower_simulation`).
     max_grad_norm : "auto" or float, default="auto"
         Per-sample theta-gradient clip of every silo; ``"auto"`` as DP-FERMI's rule
         at the mean silo size ``n / N``.
@@ -300,8 +303,10 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
                 "FederatedDPFermiClassifier: noise_multiplier is not supported; each silo "
                 "calibrates its own noise to (epsilon, delta)"
             )
-        if self.backend == "flower" and self.module is not None:
-            raise ValueError("backend='flower' trains the default module (module=None) only")
+        if self.backend != "local" and self.module is not None:
+            raise ValueError(
+                f"backend={self.backend!r} trains the default module (module=None) only"
+            )
 
     def _protocol(self, n, n_silos, n_classes, n_groups) -> tuple[SiloConfig, str | None]:
         """Every silo's :class:`SiloConfig` and the round-0 histogram layout.
@@ -383,17 +388,22 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         config, cells = self._protocol(n, n_silos, n_classes, n_groups)
         seeds = _seeds(random, n_silos + 1)
         parts = [np.flatnonzero(silo_of == j) for j in range(n_silos)]
-        if self.backend == "flower":
+        if self.backend != "local":
             from .flower_install import require_flwr
 
             require_flwr()  # optional dependency: say which extra, and how to install it
+            simulation = self.backend == "flower-simulation"
+            if simulation:
+                from .flower_simulation import require_simulation
+
+                require_simulation()
             from .flower_runner import fit_flower
 
             if seeds[0] is None:
                 raise ValueError(
-                    "backend='flower' simulates silos from one seed; secure_mode=False"
+                    f"backend={self.backend!r} simulates silos from one seed; secure_mode=False"
                 )
-            self._store(fit_flower(self, X, y_enc, groups, parts, config, seeds, cells))
+            self._store(fit_flower(self, X, y_enc, groups, parts, config, seeds, cells, simulation))
             return
         silos = [
             Silo(X[idx], y_enc[idx], groups[idx], config, seed=seeds[j], name=f"silo {label!r}")

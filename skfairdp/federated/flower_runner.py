@@ -313,12 +313,14 @@ def _wait_for_port(port: int, timeout: float, proc: subprocess.Popen) -> None:
     raise RuntimeError(f"flower-superlink did not open port {port} in {timeout:g} s")
 
 
-def fit_flower(estimator, X, y, groups, parts, config, seeds, cells) -> dict:
+def fit_flower(estimator, X, y, groups, parts, config, seeds, cells, simulation=False) -> dict:
     """``FederatedDPFermiClassifier.fit`` on a loopback Flower deployment.
 
     Writes each silo's rows to a file, starts the federation with one SuperNode per
     silo (its :class:`~skfairdp.federated.silo.SiloConfig` as node config), runs the
-    app, and reads back the server's output and each silo's own report.
+    app, and reads back the server's output and each silo's own report. With
+    ``simulation`` the same app runs on Flower's Simulation Engine instead
+    (:mod:`~skfairdp.federated.flower_simulation`, ``backend="flower-simulation"``).
     """
     from .flower import _load_theta, node_config_for
     from .silo import Silo
@@ -340,16 +342,14 @@ def fit_flower(estimator, X, y, groups, parts, config, seeds, cells) -> dict:
             estimator, X.shape[1], len(parts), seeds[-1], cells, tmp / "server.npz", dual_noise
         )
         rounds = int(run_config["rounds"])
-        progress = _Progress(tmp / "server.npz", rounds, bool(estimator.verbose))
-        if estimator.verbose:
-            print(expected_duration_line(rounds, len(parts)), flush=True)
-        with LoopbackFederation(nodes, workdir=tmp / "federation") as fed:
-            result = fed.run(run_config, timeout=600.0 + 60.0 * rounds, progress=progress)
-            if result["status"] != "finished:completed":
-                raise RuntimeError(
-                    f"the Flower run ended with status {result['status']!r}:\n"
-                    + result["log"][-6000:]
-                )
+        if simulation:
+            from .flower_simulation import run_simulated
+
+            if estimator.verbose:
+                print(f"Flower Simulation Engine: {len(parts)} silos, {rounds} rounds", flush=True)
+            run_simulated(nodes, run_config, str(APP_DIR))
+        else:
+            _run_loopback(estimator, nodes, run_config, tmp, len(parts))
         out = np.load(tmp / "server.npz")
         module = estimator._initial_module(X.shape[1], len(estimator.classes_), seeds[-1])
         _load_theta(module, out["theta"])
@@ -386,6 +386,19 @@ def fit_flower(estimator, X, y, groups, parts, config, seeds, cells) -> dict:
         "spent": [spent(r, e) for r, e in zip(reports, events)],
         "noise": [r["noise"] for r in reports],
     }
+
+
+def _run_loopback(estimator, nodes, run_config, tmp, n_silos) -> None:
+    rounds = int(run_config["rounds"])
+    progress = _Progress(tmp / "server.npz", rounds, bool(estimator.verbose))
+    if estimator.verbose:
+        print(expected_duration_line(rounds, n_silos), flush=True)
+    with LoopbackFederation(nodes, workdir=tmp / "federation") as fed:
+        result = fed.run(run_config, timeout=600.0 + 60.0 * rounds, progress=progress)
+        if result["status"] != "finished:completed":
+            raise RuntimeError(
+                f"the Flower run ended with status {result['status']!r}:\n" + result["log"][-6000:]
+            )
 
 
 #: seconds per Flower round of a default fit on loopback (3 silos, the ServerApp and the
