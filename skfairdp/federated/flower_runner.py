@@ -404,9 +404,9 @@ def _run_loopback(estimator, nodes, run_config, tmp, n_silos) -> None:
 #: seconds per Flower round of a default fit on loopback (3 silos, the ServerApp and the
 #: SuperNodes on one 2-core machine), measured by benchmarks/federated_flower.py
 #: (benchmarks/results/federated_flower.md); the estimate printed before a run
-ROUND_SECONDS = 7.3
+ROUND_SECONDS = 8.8
 #: seconds to start the SuperLink and SuperNodes and run round 0
-START_SECONDS = 40.0
+START_SECONDS = 45.0
 
 
 def expected_duration_line(rounds: int, n_silos: int) -> str:
