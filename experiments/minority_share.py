@@ -77,6 +77,10 @@ TABLES = {
     "adult-race": ("adult-race", "non-White"),
     # the held-out table's size (22,101 rows) and share (5.6 %): both groups drawn
     "adult-sex-22k": ("adult", "Female"),
+    # a second table: Credit Card default by age (<= 25 at 12.9 % of 30,000 rows)
+    "credit-age": ("credit-card-age", "<=25"),
+    # a small table with a small group as it comes (ages < 25 or >= 60: 5.3 % of 4,521 rows)
+    "bank": ("bank-marketing", "<25 or >=60"),
 }
 #: tables whose total number of rows is drawn too (after the share)
 TABLE_ROWS = {"adult-sex-22k": 22_101}
