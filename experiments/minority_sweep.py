@@ -7,7 +7,7 @@ split stratified by group (``random_state=seed``), scored on hard test predictio
 the test split's violation floor (``fair_violation_floor``: the violation an exactly fair
 classifier would show on this test split at the fit's positive rate) beside it::
 
-    python experiments/minority_sweep.py run [--seeds 0 1 2 3 4] [--resume]
+    python experiments/minority_sweep.py run [--seeds 0 1 2 3 4] [--resume] [--methods cgoo]
     python experiments/minority_sweep.py report
 
 Methods (private ones at delta = 1e-5): ``dpfermi`` (lambda 4, 16, 64), ``raco``
@@ -139,7 +139,7 @@ def _fit_predict(method, eps, param, seed, split):
     return pred_tr, pred_te, model.privacy_spent_.epsilon
 
 
-def run(seeds, resume) -> None:
+def run(seeds, resume, methods=None) -> None:
     import torch
 
     torch.set_num_threads(1)
@@ -147,7 +147,7 @@ def run(seeds, resume) -> None:
     done = completed(CSV, KEY) if resume else set()
     cache: dict = {}
     for key in _plan(seeds):
-        if tuple(map(str, key)) in done:
+        if tuple(map(str, key)) in done or (methods and key[2] not in methods):
             continue
         table, share, method, eps, param, seed = key
         if (table, share) not in cache:
@@ -309,10 +309,11 @@ def main() -> None:
     r = sub.add_parser("run")
     r.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     r.add_argument("--resume", action="store_true")
+    r.add_argument("--methods", nargs="+", help="run only these methods (e.g. cgoo)")
     sub.add_parser("report")
     args = parser.parse_args()
     if args.command == "run":
-        run(args.seeds, args.resume)
+        run(args.seeds, args.resume, args.methods)
     else:
         report()
 

@@ -151,8 +151,8 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
         ``log(m) / eta = bound / 4`` for ``m`` gaps.
     max_iter : "auto" or int, default="auto"
         ``T``, the number of oracle calls. ``"auto"``: ``round((n epsilon)^(2/3) /
-        50)`` within ``[3, 20]`` (:func:`~skfairdp._fit.schedules.cgoo_max_iter`;
-        20 at ``epsilon=inf`` and on Adult, 3 on 750–1,500 rows): each call's share
+        100)`` within ``[3, 20]`` (:func:`~skfairdp._fit.schedules.cgoo_max_iter`;
+        20 at ``epsilon=inf``, 10 on Adult, 3 on 750–3,750 rows): each call's share
         of the budget, and the noise of each released statistic, grow with ``T``.
     noise_margin : "auto" or float, default="auto"
         Pessimism of the restricted master problem, in standard deviations of the
@@ -173,9 +173,12 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
     fully_corrective : bool, default=True
         Re-optimise the mixture weights over all atoms on the released statistics
         (a linear program for linear objectives and constraints).
-    budget_split : tuple of 3 floats, default=(0.05, 0.15, 0.8)
+    budget_split : tuple of 3 floats, default=(0.05, 0.35, 0.6)
         Shares of the cell counts, the statistics releases and the oracle fits;
-        the oracles receive all that the two count releases leave.
+        the oracles receive all that the two count releases leave. A small
+        group's released rates carry noise ``~ 1 / (n_group epsilon)``: the
+        statistics' share was 0.15 until Adult with women at 5 % showed it too
+        small there (doc/cgoo.md).
     accountant : {"rdp", "pld", "advanced"}, default="rdp"
         ``"advanced"`` reproduces the paper's split (advanced composition, every
         mechanism ``epsilon / (2 sqrt(2k log(2/delta')))``); ``privacy_spent_``
@@ -296,7 +299,7 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
         self, estimator=None, objective="auto", constraints="auto", difference_bound=0.05, *,
         epsilon=1.0, delta="auto", max_sample_weight=1.0, penalty="auto", smoothing="auto",
         max_iter="auto", noise_margin="auto", step="fw", fully_corrective=True,
-        budget_split=(0.05, 0.15, 0.8), accountant="rdp", privacy_unit="record",
+        budget_split=(0.05, 0.35, 0.6), accountant="rdp", privacy_unit="record",
         method="frank_wolfe", candidates=None, predict_mode="auto", loss_bound=1.0,
         sensitive_values=None, random_state=None, secure_mode=False,
     ):  # fmt: skip
@@ -441,7 +444,9 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
             if free is not None:
                 atom, J = atoms[free], stats[free]  # a free atom: its statistics are known
             else:
-                targets, weights = statistics.task(gradient)
+                # a private oracle's task weights are capped (its noise is fixed by the
+                # weight bound); an exact oracle gets the exact task
+                targets, weights = statistics.task(gradient, q if private else None)
                 atom = self._fit_oracle(
                     template, X, targets, weights, noise, delta, random, recorder
                 )
