@@ -61,7 +61,7 @@ from skfairdp.reductions.releases import pure_epsilon_spent
 
 # A cheap private oracle: few large-batch DP-SGD steps (the default runs 20 epochs).
 FAST_ORACLE = DPSGDClassifier(lr=1.0, batch_size=2000, max_epochs=2)
-SPLIT = (0.05, 0.35, 0.6)  # the default budget_split
+SPLIT = schedules.cgoo_budget_split(4)  # the default budget_split of the max_iter=4 fits
 
 
 def make_proxy_data(n, seed=0, proxy=1.5, s_weight=1.5, share=0.4):
@@ -205,7 +205,10 @@ def test_calibrated_noise_decreases_with_epsilon():
     def planned(z):
         return FAST_ORACLE.planned_event(n, noise_multiplier=z)
 
-    noises = [calibrate_reduction(eps, 1e-5, T, SPLIT, planned) for eps in (0.5, 1.0, 2.0, 4.0)]
+    noises = [
+        calibrate_reduction(eps, 1e-5, T, schedules.cgoo_budget_split(T), planned)
+        for eps in (0.5, 1.0, 2.0, 4.0)
+    ]
     for attr in ("cells", "statistics", "oracle_noise_multiplier"):
         values = [getattr(noise, attr) for noise in noises]
         assert all(a > b for a, b in zip(values, values[1:])), (attr, values)
@@ -1147,6 +1150,19 @@ def test_noise_margin_penalises_oracle_atoms_only():
 def test_auto_max_iter_golden(n, epsilon, T):
     """Scale 100 since issue 24 (formerly 50: 20 on Adult, 16 on 22,500 rows)."""
     assert schedules.cgoo_max_iter(n, epsilon) == T
+
+
+@pytest.mark.parametrize(
+    ("T", "split"),
+    [(1, (0.05, 0.15, 0.8)), (3, (0.05, 0.15, 0.8)), (4, (0.05, 0.2, 0.75)),
+     (5, (0.05, 0.25, 0.7)), (7, (0.05, 0.35, 0.6)), (10, (0.05, 0.35, 0.6)),
+     (20, (0.05, 0.35, 0.6))],
+)  # fmt: skip
+def test_auto_budget_split_golden(T, split):
+    """Issue 24: the statistics' share 0.05 T within [0.15, 0.35] (the former fixed
+    (0.05, 0.15, 0.8) on the tables where T = 3)."""
+    assert schedules.cgoo_budget_split(T) == split
+    assert CGOOReduction().budget_split == "auto"
 
 
 def test_auto_max_iter_grows_with_n_and_epsilon():
