@@ -42,7 +42,7 @@ from skfairdp.privacy.planning import planned_fit_event
 from skfairdp.reductions import SmallCellWarning
 from skfairdp.reductions import estimator as cgoo_module
 from skfairdp.reductions import exponential as exponential_module
-from skfairdp.reductions.atoms import ConstantAtom, cell_codes, positive_counts
+from skfairdp.reductions.atoms import CellPositives, ConstantAtom, cell_codes, positive_counts
 from skfairdp.reductions.budget import (
     advanced_composition_epsilon,
     calibrate_reduction,
@@ -61,7 +61,7 @@ from skfairdp.reductions.releases import pure_epsilon_spent
 
 # A cheap private oracle: few large-batch DP-SGD steps (the default runs 20 epochs).
 FAST_ORACLE = DPSGDClassifier(lr=1.0, batch_size=2000, max_epochs=2)
-SPLIT = (0.05, 0.15, 0.8)
+SPLIT = schedules.cgoo_budget_split(4)  # the default budget_split of the max_iter=4 fits
 
 
 def make_proxy_data(n, seed=0, proxy=1.5, s_weight=1.5, share=0.4):
@@ -205,7 +205,10 @@ def test_calibrated_noise_decreases_with_epsilon():
     def planned(z):
         return FAST_ORACLE.planned_event(n, noise_multiplier=z)
 
-    noises = [calibrate_reduction(eps, 1e-5, T, SPLIT, planned) for eps in (0.5, 1.0, 2.0, 4.0)]
+    noises = [
+        calibrate_reduction(eps, 1e-5, T, schedules.cgoo_budget_split(T), planned)
+        for eps in (0.5, 1.0, 2.0, 4.0)
+    ]
     for attr in ("cells", "statistics", "oracle_noise_multiplier"):
         values = [getattr(noise, attr) for noise in noises]
         assert all(a > b for a, b in zip(values, values[1:])), (attr, values)
@@ -419,6 +422,76 @@ def test_oracle_task_weighted_error_is_the_linear_objective():
         linear = float(positive_counts(cells, pred, K) @ gradient) / np.abs(gradient).max()
         offsets.append(weighted_error - linear)
     np.testing.assert_allclose(offsets, offsets[0], atol=1e-9)
+
+
+# -- issue 24: the oracle's weights at a small group (capped at 1.5 times their mean) --
+#: (g0, y0), (g0, y1), (g1, y0), (g1, y1) with group 1 at 5 % of the rows, and a
+#: restricted-master direction that pushes group 1's rate up (its 1 / p terms)
+SMALL_Q = np.array([0.60, 0.35, 0.035, 0.015])
+SMALL_DIRECTION = np.array([1.5, -0.5, -9.0, -11.0])
+
+
+def test_oracle_weights_at_a_five_percent_group_golden():
+    """Mean |w| under q: 0.9 + 0.175 + 0.315 + 0.165 = 1.555; scale min(11, 1.5 * 1.555)
+    = 2.3325; the majority's rows keep 1.5 / 2.3325 and 0.5 / 2.3325 instead of 1.5 / 11
+    and 0.5 / 11, the minority's are capped at 1 (the targets do not change). The rows'
+    mean weight goes from 0.141 to 0.511 (what the oracle's signal scales with)."""
+    cells = np.arange(4)
+    targets, weights = oracle_task(
+        SMALL_DIRECTION, cells, SMALL_Q, schedules.CGOO_ORACLE_WEIGHT_CAP
+    )
+    np.testing.assert_array_equal(targets, [0, 1, 1, 1])
+    np.testing.assert_allclose(weights, [1 / 1.555, 0.5 / 2.3325, 1.0, 1.0], rtol=1e-12)
+    assert SMALL_Q @ weights == pytest.approx(0.5109, abs=1e-4)
+    _, uncapped = oracle_task(SMALL_DIRECTION, cells)
+    np.testing.assert_allclose(uncapped, [1.5 / 11, 0.5 / 11, 9 / 11, 1.0], rtol=1e-12)
+    assert SMALL_Q @ uncapped == pytest.approx(0.1414, abs=1e-4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    arrays(np.float64, 4, elements=st.floats(-50, 50)),
+    arrays(np.float64, 4, elements=st.floats(0.001, 1.0)),
+    st.floats(1.0, 4.0),
+)
+def test_capped_oracle_weights_stay_within_the_bound(direction, q, cap):
+    """Whatever the direction and frequencies: weights in [0, 1] (the oracle's
+    sensitivity bound), the same targets as uncapped, and no cap where the largest
+    |w| is within ``cap`` times the mean (a balanced table's task is unchanged)."""
+    cells = np.arange(4)
+    targets, weights = oracle_task(direction, cells, q, cap)
+    plain_targets, plain = oracle_task(direction, cells)
+    assert weights.min() >= 0.0 and weights.max() <= 1.0
+    np.testing.assert_array_equal(targets, plain_targets)
+    assert np.all(weights >= plain - 1e-12)  # capping only raises the lighter rows
+    magnitude = np.abs(direction)
+    if magnitude.max() <= cap * (q @ magnitude) / q.sum():
+        np.testing.assert_array_equal(weights, plain)
+
+
+@pytest.mark.parametrize("epsilon", [1.0, np.inf])
+def test_oracle_task_reads_the_released_cell_frequencies(data_2k, monkeypatch, epsilon):
+    """A private fit caps the task's weights with the released frequencies
+    (``cell_frequencies_``, never the exact ones); an exact fit gets the exact task."""
+    X, y, s = data_2k
+    seen = []
+    task = CellPositives.task
+
+    def spy(self, direction, frequencies=None):
+        seen.append(None if frequencies is None else np.array(frequencies))
+        return task(self, direction, frequencies)
+
+    monkeypatch.setattr(CellPositives, "task", spy)
+    oracle = FAST_ORACLE if math.isfinite(epsilon) else LogisticRegression()
+    est = _fit(CGOOReduction(oracle, epsilon=epsilon, max_iter=3, random_state=0), X, y, s)
+    assert seen
+    if math.isinf(epsilon):
+        assert all(f is None for f in seen)
+        return
+    exact = np.bincount(cell_codes(s, y), minlength=4) / len(y)
+    for frequencies in seen:
+        np.testing.assert_array_equal(frequencies, est.cell_frequencies_)
+        assert not np.allclose(frequencies, exact, rtol=0, atol=1e-9)
 
 
 @pytest.mark.parametrize("T", [1, 2, 5, 20])
@@ -1071,11 +1144,25 @@ def test_noise_margin_penalises_oracle_atoms_only():
 
 @pytest.mark.parametrize(
     ("n", "epsilon", "T"),
-    [(750, 1.0, 3), (1495, 1.0, 3), (3390, 1.0, 5), (22500, 1.0, 16), (33916, 1.0, 20),
-     (33916, 0.5, 13), (100, np.inf, 20), (10**7, 1.0, 20)],
+    [(750, 1.0, 3), (1495, 1.0, 3), (3390, 1.0, 3), (22500, 1.0, 8), (24100, 1.0, 8),
+     (33916, 1.0, 10), (33916, 0.5, 7), (33916, 3.0, 20), (100, np.inf, 20), (10**7, 1.0, 20)],
 )  # fmt: skip
 def test_auto_max_iter_golden(n, epsilon, T):
+    """Scale 100 since issue 24 (formerly 50: 20 on Adult, 16 on 22,500 rows)."""
     assert schedules.cgoo_max_iter(n, epsilon) == T
+
+
+@pytest.mark.parametrize(
+    ("T", "split"),
+    [(1, (0.05, 0.15, 0.8)), (3, (0.05, 0.15, 0.8)), (4, (0.05, 0.2, 0.75)),
+     (5, (0.05, 0.25, 0.7)), (7, (0.05, 0.35, 0.6)), (10, (0.05, 0.35, 0.6)),
+     (20, (0.05, 0.35, 0.6))],
+)  # fmt: skip
+def test_auto_budget_split_golden(T, split):
+    """Issue 24: the statistics' share 0.05 T within [0.15, 0.35] (the former fixed
+    (0.05, 0.15, 0.8) on the tables where T = 3)."""
+    assert schedules.cgoo_budget_split(T) == split
+    assert CGOOReduction().budget_split == "auto"
 
 
 def test_auto_max_iter_grows_with_n_and_epsilon():

@@ -45,7 +45,7 @@ from skfairdp.reductions.regression import (
     clipped_squared_errors,
 )
 
-SPLIT = (0.05, 0.15, 0.8)
+SPLIT = (0.05, 0.15, 0.8)  # the default budget_split at max_iter=3
 # A cheap private oracle: two full-batch DP-SGD epochs on 2,000 rows.
 FAST_ORACLE = DPSGDRegressor(lr=0.5, batch_size=2000, max_epochs=2)
 

@@ -203,6 +203,17 @@ def test_raco_dual_ascent_uses_the_noisy_step_histograms(forced, data):
     assert np.abs(moved.lambda_ - zero.lambda_).max() > 1e-3
 
 
+def test_raco_tolerance_margin_reads_the_noisy_set_counts(forced, data):
+    """The margin's set sizes come from the released histograms: noise that adds a
+    large count to every cell shrinks the margin to almost 0 (many rows)."""
+    X, y, s = data
+    est = RaCODPClassifier(**RACO, tolerance=0.2)
+    fit = lambda: clone(est).fit(X, y, sensitive_features=s)  # noqa: E731
+    zero, moved = _fit_twice(forced, fit, lambda k, i, shape, std: BIG if len(shape) == 2 else None)
+    assert zero.tolerance_margins_.min() > 0.05  # 120 rows: a large sampling error
+    assert moved.tolerance_margins_.max() < 1e-3
+
+
 @pytest.mark.parametrize("target", [0, -1])
 def test_raco_best_selects_on_the_noisy_counts(forced, data, target):
     """The candidate whose released counts say 'no error, no violation' is selected."""

@@ -41,7 +41,11 @@ ADD_REMOVE = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 
 
 def _problem(program, *, lam=None, noise=None, scale=math.inf, batch=None, lr_dual=0.5, **kw):
-    extra = {k: kw.pop(k) for k in ("dual_rates", "denominators", "planned_steps") if k in kw}
+    extra = {
+        k: kw.pop(k)
+        for k in ("dual_rates", "denominators", "planned_steps", "margin_z", "sampling_rate")
+        if k in kw
+    }
     problem = RacoProblem(
         membership=torch.as_tensor(program.membership),
         coefficients=torch.as_tensor(program.coefficients),
@@ -147,6 +151,70 @@ def test_dual_update_behaviour():
     for _ in range(5):
         boxed.dual_update(torch.tensor([0.9, -0.9, -0.9, 0.9]))
     assert float(boxed.lam.max()) == pytest.approx(0.5)
+
+
+# --------------------------------------------------------------------------- issue 24
+@pytest.mark.parametrize(
+    ("tolerance", "z", "rows", "margin"),
+    [
+        # Adult by race, non-White at 5 %: sqrt(0.25 / 1536 + 0.25 / 31000) = 0.013070
+        (0.05, 1.0, (1536, 31000), 0.0130701),
+        (0.02, 1.0, (1536, 31000), 0.01),  # capped at gamma / 2
+        (0.05, 2.0, (1536, 31000), 0.025),  # 0.0261 capped
+        # Adult by sex: sqrt(0.25 / 11000 + 0.25 / 23000) = 0.0057963
+        (0.02, 1.0, (11000, 23000), 0.0057963),
+        (0.05, 0.0, (1536, 31000), 0.0),
+    ],
+)
+def test_tolerance_margin_golden(tolerance, z, rows, margin):
+    """``min(gamma / 2, z sqrt(sum_m a_m^2 / (4 n_m)))`` with ``n_m`` the running released
+    count per batch over the sampling rate (here 1 %); every DP constraint of two groups
+    reads both sets."""
+    program = compile_rate_constraints(DemographicParity(tolerance), ["a", "b"], [0, 1])
+    problem = _problem(program, margin_z=z, sampling_rate=0.01)
+    running = torch.tensor([r * 0.01 for r in rows])
+    margins = problem.tolerance_margins(running)
+    torch.testing.assert_close(margins, torch.full((4,), margin), atol=2e-7, rtol=0)
+
+
+def test_tolerance_margin_is_monotone_and_capped():
+    """More rows in any set never raise the margin; it never exceeds gamma / 2."""
+    program = compile_rate_constraints(DemographicParity(0.03), ["a", "b", "c"], [0, 1])
+    problem = _problem(program, margin_z=3.0, sampling_rate=0.05)
+    rng, n_sets = np.random.default_rng(0), program.membership.shape[0]
+    for _ in range(200):
+        counts = torch.as_tensor(rng.uniform(0.0, 500.0, n_sets), dtype=torch.float32)
+        more = counts + torch.as_tensor(rng.uniform(0.0, 50.0, n_sets), dtype=torch.float32)
+        low, high = problem.tolerance_margins(more), problem.tolerance_margins(counts)
+        assert (low <= high + 1e-7).all() and (high <= 0.015 + 1e-7).all()
+
+
+def test_tolerance_margin_tightens_the_dual_ascent():
+    """A value at gamma - margin / 2 raises lambda with the margin, not without it."""
+    program = compile_rate_constraints(DemographicParity(0.1), ["a", "b"], [0, 1])
+    values = torch.tensor([0.09, -0.09, -0.09, 0.09])
+    plain = _problem(program, lr_dual=1.0)
+    plain.dual_update(values)
+    assert torch.equal(plain.lam, torch.zeros(4))
+    tight = _problem(program, lr_dual=1.0, margin_z=1.0, sampling_rate=0.5)
+    tight.dual_update(values, margins=torch.full((4,), 0.02))
+    torch.testing.assert_close(tight.lam, torch.tensor([0.01, 0.0, 0.0, 0.01]))
+    assert tight.violation_log[-1][0] == pytest.approx(-0.01)  # logged against gamma itself
+    with pytest.raises(ValueError, match="sampling rate"):
+        _problem(program, margin_z=1.0)
+
+
+def test_tolerance_margin_parameter():
+    X, y, s = make_biased_data(n=300, seed=0)
+    fit = dict(epsilon=2.0, max_epochs=2, batch_size=50, random_state=0)
+    auto = RaCODPClassifier(**fit).fit(X, y, sensitive_features=s)
+    off = RaCODPClassifier(tolerance_margin=0, **fit).fit(X, y, sensitive_features=s)
+    np.testing.assert_array_equal(off.tolerance_margins_, np.zeros(4))
+    # 300 rows: the margin is capped at gamma / 2 = 0.025
+    np.testing.assert_allclose(auto.tolerance_margins_, 0.025, rtol=1e-6)
+    assert auto.privacy_spent_ == off.privacy_spent_  # the margin costs nothing
+    with pytest.raises(InvalidParameterError, match="tolerance_margin"):
+        RaCODPClassifier(tolerance_margin=-1.0).fit(X, y, sensitive_features=s)
 
 
 # --------------------------------------------------------------------------- A7

@@ -35,8 +35,15 @@ GOLDEN = Path(__file__).parent / "data" / "release_apply_golden.npz"
 _FERMI_THEN = {"dual_rates": "soft", "iterate": "last", "lr_dual": 0.025}
 # Cases whose algorithm changed since the golden models, by design (not the engine).
 # RaCO-DP's likewise: soft rates for the dual, its fixed step, the last iterate,
-# clip 3 and per-batch denominators (the template's class attribute, set per instance).
-_RACO_THEN = {"dual_rates": "soft", "solution": "last", "lr_dual": 1.0, "max_grad_norm": 3.0}
+# clip 3, no tolerance margin (issue 24) and per-batch denominators (the template's class
+# attribute, set per instance).
+_RACO_THEN = {
+    "dual_rates": "soft",
+    "solution": "last",
+    "lr_dual": 1.0,
+    "max_grad_norm": 3.0,
+    "tolerance_margin": 0.0,
+}
 
 
 def _raco_then(**params):

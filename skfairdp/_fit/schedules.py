@@ -189,6 +189,16 @@ RACO_BATCH_FRACTION_INV, RACO_NONPRIVATE_FRACTION_INV = 64, 8
 RACO_MIN_BATCH, RACO_NONPRIVATE_MIN_BATCH, RACO_MAX_BATCH = 32, 128, 512
 RACO_MIN_EPOCHS, RACO_MIN_STEPS = 30, 2000
 RACO_CLIP_PER_N_EPSILON, RACO_CLIP_RANGE = 2e-4, (1.0, 10.0)
+#: tolerance_margin="auto": the bounds are tightened by this many standard deviations of
+#: the training rates' sampling error (RacoProblem.tolerance_margins)
+RACO_TOLERANCE_MARGIN = 1.0
+
+
+def raco_tolerance_margin(tolerance_margin) -> float:
+    """RaCO-DP's ``tolerance_margin`` in effect (``"auto"``: :data:`RACO_TOLERANCE_MARGIN`)."""
+    if tolerance_margin == "auto":
+        return RACO_TOLERANCE_MARGIN
+    return float(tolerance_margin)
 
 
 def raco_batch_size(n_samples: int, epsilon: float = 1.0) -> int:
@@ -273,8 +283,11 @@ CGOO_ORACLE_MIN_BATCH, CGOO_ORACLE_MAX_BATCH = 64, 1024
 CGOO_ORACLE_MIN_EPOCHS, CGOO_ORACLE_MIN_STEPS = 20, 600
 #: lr = CGOO_ORACLE_PARAMS["lr"] * (batch / CGOO_ORACLE_MAX_BATCH) ** CGOO_ORACLE_LR_EXPONENT
 CGOO_ORACLE_LR_EXPONENT = 0.75
-# max_iter="auto": round((n * epsilon)^(2/3) / CGOO_ITER_SCALE) within CGOO_ITER_RANGE
-CGOO_ITER_SCALE = 50.0
+# max_iter="auto": round((n * epsilon)^(2/3) / CGOO_ITER_SCALE) within CGOO_ITER_RANGE.
+# 100 (10 on Adult, 8 on Adult with women at 5 %): with 50 (17-20 atoms) each atom's
+# released minority rate at a 5 % share had noise of std 0.05, 2.5 times a bound of
+# 0.02 (doc/cgoo.md, "Small minority groups")
+CGOO_ITER_SCALE = 100.0
 CGOO_ITER_RANGE = (3, 20)
 #: noise_margin="auto", in standard deviations of the released statistics' noise: on
 #: the constraints' values, and on the objective's (about the largest of T = 20 noises,
@@ -283,6 +296,19 @@ CGOO_ITER_RANGE = (3, 20)
 #: -0.004 with 2.0, +0.001 with 1.0; German (sex): -0.010 with 2.0, +0.009 with 0.5).
 CGOO_CONSTRAINT_MARGIN = 0.5
 CGOO_OBJECTIVE_MARGIN = 2.0
+#: budget_split="auto": the cell counts' share, and the statistics' share per atom within a
+#: range: each atom's statistics carry noise of std ~ sqrt(T / share), so the share grows
+#: with T (0.15 at T = 3, the former fixed split on small tables; 0.35 from T = 7 on:
+#: Adult with women at 5 %, T = 8: test DP 0.018 instead of 0.036 at share 0.15, 2 seeds)
+CGOO_CELLS_SHARE = 0.05
+CGOO_STATISTICS_SHARE_PER_ATOM, CGOO_STATISTICS_SHARE_RANGE = 0.05, (0.15, 0.35)
+#: The oracle's task weights are ``min(1, |w_cell| / scale)`` with ``scale`` this
+#: many times the mean ``|w|`` over the released cell frequencies (at most
+#: ``max |w|``): the few rows of a small group's cells, whose weights ``~ 1 / p`` set
+#: ``max |w|``, no longer shrink every other row's weight against the oracle's fixed
+#: gradient noise (Adult, women at 5 %, eps=1, 5 seeds: error 0.2015 at DP 0.016
+#: with 1.5, 0.2033 at 0.030 with 2.0, 0.212 at 0.019 (2 seeds) without a cap)
+CGOO_ORACLE_WEIGHT_CAP = 1.5
 
 
 def cgoo_oracle_params(n_samples: int) -> dict:
@@ -309,16 +335,33 @@ def cgoo_oracle_params(n_samples: int) -> dict:
 
 
 def cgoo_max_iter(n_samples: int, epsilon: float) -> int:
-    """CGOO's ``max_iter="auto"``: ``round((n epsilon)^(2/3) / 50)`` within ``[3, 20]``.
+    """CGOO's ``max_iter="auto"``: ``round((n epsilon)^(2/3) / 100)`` within ``[3, 20]``.
 
     20 at ``epsilon=inf``. Each of the ``T`` atoms' statistics is released with
     noise of std ``~ sqrt(T) / (n epsilon)`` on a frequency, and each oracle gets
     ``~ 1 / T`` of the budget, while Frank–Wolfe's error falls like ``1 / T``; the
-    two balance at ``T ~ (n epsilon)^(2/3)`` (:func:`reduction_iterations`). 20 on
-    Adult (33,916 training rows), 3 on German credit (750) and Communities and
-    Crime (1,495), 4 on Bank marketing (3,390).
+    two balance at ``T ~ (n epsilon)^(2/3)`` (:func:`reduction_iterations`). A rate
+    of a group of share ``p`` carries ``1 / p`` times that noise, so the scale
+    (formerly 50, 20 atoms on Adult) is set for a small group: 10 on Adult (33,916
+    training rows), 8 on Adult with women at 5 % (24,100), 3 on German credit
+    (750), Communities and Crime (1,495) and Bank marketing (3,390).
     """
     return reduction_iterations(n_samples, epsilon, CGOO_ITER_SCALE, *CGOO_ITER_RANGE)
+
+
+def cgoo_budget_split(n_iterations: int) -> tuple[float, float, float]:
+    """CGOO's ``budget_split="auto"`` for ``T`` oracle calls: ``(0.05, s, 0.95 - s)``.
+
+    ``s = 0.05 T`` within ``[0.15, 0.35]``: (0.05, 0.15, 0.8) at ``T = 3`` (the
+    tables of up to 3,750 rows at epsilon = 1, the former fixed default), (0.05, 0.35,
+    0.6) from ``T = 7`` on (Adult: 10). Each atom's released statistics have noise
+    std ``z* sqrt(T / s)``: on a group of 1,205 training rows (Adult with women at
+    5 %, ``T = 8``) the former share 0.15 left a std of 0.035 on the group's positive
+    rate per atom, 0.023 with 0.35.
+    """
+    low, high = CGOO_STATISTICS_SHARE_RANGE
+    statistics = round(min(high, max(low, CGOO_STATISTICS_SHARE_PER_ATOM * n_iterations)), 10)
+    return CGOO_CELLS_SHARE, statistics, round(1.0 - CGOO_CELLS_SHARE - statistics, 10)
 
 
 def cgoo_noise_margins(noise_margin) -> tuple[float, float]:

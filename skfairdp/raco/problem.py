@@ -14,8 +14,10 @@ Per step, on one Poisson batch:
 3. the per-sample objective ``loss_i + B_exp * <W[q(i)], sigma_tau(h_i)>`` (the
    smooth surrogate) is differentiated per sample, clipped, summed, noised and
    divided by the expected batch size (the engine);
-4. the dual variables take a projected ascent step on ``Gamma_hat - gamma``, a
-   step size per constraint scaled to the noise of its estimate.
+4. the dual variables take a projected ascent step on ``Gamma_hat - (gamma - m)``, a
+   step size per constraint scaled to the noise of its estimate; ``m`` is the
+   tolerance margin (:meth:`RacoProblem.tolerance_margins`), the sampling error of
+   the training rates, from the released set counts.
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ MIN_COUNT = 1.0
 # noise and the length of the run; see RacoProblem.dual_steps.
 DUAL_WALK = 0.15
 LR_DUAL_MAX = 1.0
+
+# tolerance_margin: the margin tightens a bound gamma by at most this share of gamma, so
+# the training problem stays as feasible as a bound of gamma / 2 is
+MARGIN_CAP = 0.5
 
 
 def soft_histogram(proba: torch.Tensor, parts: torch.Tensor, n_parts: int) -> torch.Tensor:
@@ -99,6 +105,13 @@ class RacoProblem:
     planned_steps : int, default=RACO_MIN_STEPS
         Steps the run will take (public), which scales the ``lr_dual=None`` steps
         (:meth:`dual_steps`).
+    margin_z : float, default=0.0
+        Standard deviations of the training rates' sampling error by which every
+        bound is tightened (:meth:`tolerance_margins`); 0: none.
+    sampling_rate : float or None, default=None
+        Expected batch size over the training rows (public): the released
+        per-batch set counts over it estimate the sets' sizes. Needed when
+        ``margin_z > 0``.
     """
 
     private_primal = (True,)
@@ -122,6 +135,8 @@ class RacoProblem:
         dual_rates: str = "hard",
         denominators: str = "running",
         planned_steps: int = RACO_MIN_STEPS,
+        margin_z: float = 0.0,
+        sampling_rate: float | None = None,
     ):
         self.S = membership.float()
         self.A = coefficients.float()
@@ -142,6 +157,14 @@ class RacoProblem:
         self.dual_rates = dual_rates
         self.denominators = denominators
         self.planned_steps = max(1, int(planned_steps))
+        self.margin_z = float(margin_z)
+        if self.margin_z < 0:
+            raise ValueError(f"margin_z must be >= 0, got {margin_z!r}")
+        if self.margin_z > 0 and not (sampling_rate is not None and 0 < sampling_rate <= 1):
+            raise ValueError(
+                f"a tolerance margin needs the sampling rate in (0, 1], got {sampling_rate!r}"
+            )
+        self.sampling_rate = sampling_rate
         n_sets = self.S.shape[0]
         # lambda, and the running sum of the released set counts with its number of steps
         self.state = {
@@ -159,6 +182,7 @@ class RacoProblem:
         self.n_releases = 0
         self.iterates: IterateTrack | None = None
         self.last_dual_steps: torch.Tensor | None = None
+        self.last_margins = torch.zeros(self.A.shape[0], device=self.A.device)
 
     @property
     def lam(self) -> torch.Tensor:
@@ -224,6 +248,9 @@ class RacoProblem:
         weights = (self.S_T @ coef).index_select(0, part)
         counts = (self.S @ H_hat).sum(dim=1)
         statistics = {"values": values, "counts": counts}
+        if self.margin_z > 0:
+            running = (self.state["count_sum"] + counts) / (self.state["count_steps"] + 1.0)
+            statistics["margins"] = self.tolerance_margins(running)
         if self.lr_dual is None:
             statistics["dual_steps"] = self.dual_steps(denom.squeeze(1))
         return (y, weights), statistics
@@ -251,10 +278,33 @@ class RacoProblem:
         sigma = ((self.A**2).sum(dim=2) @ var).sqrt()  # (J,)
         return (DUAL_WALK / (sigma * math.sqrt(self.planned_steps))).clamp_(max=LR_DUAL_MAX)
 
+    def tolerance_margins(self, running_counts: torch.Tensor) -> torch.Tensor:
+        """Per-constraint tightening ``min(MARGIN_CAP gamma_j, z sigma_j)`` of the bounds.
+
+        ``sigma_j = sqrt(sum_m a_jm^2 / (4 n_m))`` bounds the standard deviation of
+        the sampling error of constraint ``j``'s value on the training rows
+        (``p (1 - p) <= 1/4`` for each rate, ``a_jm^2`` the squared coefficients of
+        set ``m`` summed over classes, as in :meth:`dual_steps`): a model fitted to
+        meet ``gamma_j`` on the training rows meets it on new rows only up to that
+        error, which grows as a group gets small. ``n_m`` is the set's size
+        estimated from ``running_counts`` (the mean released count per batch, over
+        the sampling rate, at least one row): released values only, never the
+        exact counts. The margin is non-increasing in every ``n_m`` and capped at
+        ``MARGIN_CAP`` times the bound (a bound ``<= 0`` is not tightened).
+        """
+        if self.margin_z == 0:
+            return torch.zeros_like(self.gamma)
+        rows = (running_counts / self.sampling_rate).clamp(min=MIN_COUNT)
+        sigma = ((self.A**2).sum(dim=2) @ (0.25 / rows)).sqrt()
+        return torch.minimum(self.margin_z * sigma, MARGIN_CAP * self.gamma.clamp(min=0.0))
+
     def apply_statistics(self, statistics: dict) -> None:
         """Dual ascent on the released values; running counts (post-processing of ``H_hat``)."""
         self.dual_update(
-            statistics["values"], statistics.get("counts"), statistics.get("dual_steps")
+            statistics["values"],
+            statistics.get("counts"),
+            statistics.get("dual_steps"),
+            statistics.get("margins"),
         )
         if self.iterates is not None:
             self.iterates.step()
@@ -264,16 +314,22 @@ class RacoProblem:
         values: torch.Tensor,
         counts: torch.Tensor | None = None,
         steps: torch.Tensor | None = None,
+        margins: torch.Tensor | None = None,
     ) -> None:
-        """``lambda <- clip(lambda + lr_dual (Gamma_hat - gamma), 0, dual_bound)``.
+        """``lambda <- clip(lambda + lr_dual (Gamma_hat - (gamma - margins)), 0, dual_bound)``.
 
         ``steps``: per-constraint step sizes replacing ``lr_dual``; ``counts``:
-        the step's released set counts, added to the running ones.
+        the step's released set counts, added to the running ones; ``margins``:
+        the tolerance margins (:meth:`tolerance_margins`). The logged violation is
+        against the bounds ``gamma`` themselves.
         """
         violation = values - self.gamma
         step = self.lr_dual if steps is None else steps
         self.last_dual_steps = steps
-        lam = (self.lam + step * violation).clamp_(min=0.0, max=self.dual_bound)
+        ascent = violation if margins is None else violation + margins
+        if margins is not None:
+            self.last_margins = margins
+        lam = (self.lam + step * ascent).clamp_(min=0.0, max=self.dual_bound)
         state = dict(self.state, **{"lambda": lam})
         if counts is not None:
             state["count_sum"] = self.state["count_sum"] + counts

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._fit.schedules import CGOO_ORACLE_WEIGHT_CAP
 from .frank_wolfe import oracle_task
 
 __all__ = ["CellPositives", "ConstantAtom", "WeightedCells", "cell_codes", "positive_counts"]
@@ -118,9 +119,15 @@ class CellPositives(WeightedCells):
             return int((direction < 0).any())
         return None
 
-    def task(self, direction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Relabelled targets and the rows' weights times :func:`~.frank_wolfe.oracle_task`'s."""
-        targets, weights = oracle_task(direction, self.cells)
+    def task(
+        self, direction: np.ndarray, frequencies: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Relabelled targets and the rows' weights times :func:`~.frank_wolfe.oracle_task`'s.
+
+        With the released cell ``frequencies`` the task's weights are capped at
+        :data:`~skfairdp._fit.schedules.CGOO_ORACLE_WEIGHT_CAP` times their mean.
+        """
+        targets, weights = oracle_task(direction, self.cells, frequencies, CGOO_ORACLE_WEIGHT_CAP)
         return targets, weights * self.weights
 
     def sums(self, atom, X) -> np.ndarray:

@@ -151,8 +151,8 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
         ``log(m) / eta = bound / 4`` for ``m`` gaps.
     max_iter : "auto" or int, default="auto"
         ``T``, the number of oracle calls. ``"auto"``: ``round((n epsilon)^(2/3) /
-        50)`` within ``[3, 20]`` (:func:`~skfairdp._fit.schedules.cgoo_max_iter`;
-        20 at ``epsilon=inf`` and on Adult, 3 on 750–1,500 rows): each call's share
+        100)`` within ``[3, 20]`` (:func:`~skfairdp._fit.schedules.cgoo_max_iter`;
+        20 at ``epsilon=inf``, 10 on Adult, 3 on 750–3,750 rows): each call's share
         of the budget, and the noise of each released statistic, grow with ``T``.
     noise_margin : "auto" or float, default="auto"
         Pessimism of the restricted master problem, in standard deviations of the
@@ -173,9 +173,14 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
     fully_corrective : bool, default=True
         Re-optimise the mixture weights over all atoms on the released statistics
         (a linear program for linear objectives and constraints).
-    budget_split : tuple of 3 floats, default=(0.05, 0.15, 0.8)
+    budget_split : "auto" or tuple of 3 floats, default="auto"
         Shares of the cell counts, the statistics releases and the oracle fits;
-        the oracles receive all that the two count releases leave.
+        the oracles receive all that the two count releases leave. ``"auto"``:
+        ``(0.05, s, 0.95 - s)`` with ``s = 0.05 T`` within ``[0.15, 0.35]``
+        (:func:`~skfairdp._fit.schedules.cgoo_budget_split`): each atom's
+        statistics have noise ``~ sqrt(T / s)``, and a small group's rate divides
+        it by the group's share (the fixed ``(0.05, 0.15, 0.8)`` before issue 24;
+        doc/cgoo.md, "Small minority groups").
     accountant : {"rdp", "pld", "advanced"}, default="rdp"
         ``"advanced"`` reproduces the paper's split (advanced composition, every
         mechanism ``epsilon / (2 sqrt(2k log(2/delta')))``); ``privacy_spent_``
@@ -278,7 +283,7 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
         "noise_margin": [StrOptions({"auto"}), Interval(Real, 0, None, closed="left")],
         "step": [StrOptions(set(STEPS))],
         "fully_corrective": ["boolean"],
-        "budget_split": [tuple, list],
+        "budget_split": [StrOptions({"auto"}), tuple, list],
         "accountant": [StrOptions(set(REDUCTION_ACCOUNTANTS))],
         "privacy_unit": [StrOptions({"record"})],
         "method": [StrOptions({"frank_wolfe", "exponential"})],
@@ -296,7 +301,7 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
         self, estimator=None, objective="auto", constraints="auto", difference_bound=0.05, *,
         epsilon=1.0, delta="auto", max_sample_weight=1.0, penalty="auto", smoothing="auto",
         max_iter="auto", noise_margin="auto", step="fw", fully_corrective=True,
-        budget_split=(0.05, 0.15, 0.8), accountant="rdp", privacy_unit="record",
+        budget_split="auto", accountant="rdp", privacy_unit="record",
         method="frank_wolfe", candidates=None, predict_mode="auto", loss_bound=1.0,
         sensitive_values=None, random_state=None, secure_mode=False,
     ):  # fmt: skip
@@ -330,7 +335,7 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
         problem_functions = objective_and_constraint(self.objective, self.constraints, regression)
         private = not math.isinf(self.epsilon)
         delta = resolve_delta(self.delta, X.shape[0]) if private else 0.0
-        split = check_budget_split(self.budget_split)
+        split = check_budget_split(self.budget_split, max_iter(self, X.shape[0]))
         random = RandomSource(self.random_state, secure_mode=self.secure_mode)
         recorder = EventRecorder()
         if not private:
@@ -441,7 +446,9 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
             if free is not None:
                 atom, J = atoms[free], stats[free]  # a free atom: its statistics are known
             else:
-                targets, weights = statistics.task(gradient)
+                # a private oracle's task weights are capped (its noise is fixed by the
+                # weight bound); an exact oracle gets the exact task
+                targets, weights = statistics.task(gradient, q if private else None)
                 atom = self._fit_oracle(
                     template, X, targets, weights, noise, delta, random, recorder
                 )
@@ -590,7 +597,7 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
             raise ValueError(f"n_samples must be >= 1, got {n_samples}")
         if math.isinf(self.epsilon):
             return dp_accounting.NonPrivateDpEvent()
-        split = check_budget_split(self.budget_split)
+        split = check_budget_split(self.budget_split, max_iter(self, n))
         if self.method == "exponential":
             eps_cells = split[0] * self.epsilon
             cells = dp_accounting.LaplaceDpEvent(1.0 / eps_cells)

@@ -124,7 +124,12 @@ def gradient_of_objective(problem: PenalisedObjective, positives: np.ndarray) ->
     return grad.numpy()
 
 
-def oracle_task(gradient: np.ndarray, cell_of_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def oracle_task(
+    gradient: np.ndarray,
+    cell_of_row: np.ndarray,
+    frequencies: np.ndarray | None = None,
+    cap: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Relabelled targets and weights whose weighted ERM is the linear minimisation step.
 
     ``<J(c), w> = (1/n) sum_i w_{cell(i)} c(x_i)``: predicting 1 costs
@@ -133,14 +138,43 @@ def oracle_task(gradient: np.ndarray, cell_of_row: np.ndarray) -> tuple[np.ndarr
     (scaled by ``max |w|`` into ``[0, 1]``; the argmin is scale-free). With the
     error objective alone this is ``y`` with unit weights, i.e. plain ERM.
 
+    With ``frequencies`` and ``cap`` the scale is instead ``min(max |w|, cap *
+    mean)``, ``mean`` the average ``|w|`` of a row under the (released) cell
+    frequencies, and the weights are clipped to 1. A private oracle's gradient
+    noise is fixed by the weight bound 1, while its signal is the rows' mean
+    weight; a small cell's ``~ 1 / p`` weight sets ``max |w|`` and would shrink
+    every other row's weight (mean 0.36 of the largest on Adult with women at
+    5 %, 0.61 at 33 %). Capping the few heaviest rows keeps the relabelling (what
+    moves a group's rate) and the other rows' weights; the column generation
+    prices each returned atom on its released statistics, so a distorted task
+    costs atoms, never correctness. The cap reads only released values. It is
+    for private oracles only: an exact oracle (``epsilon=inf``) solves the exact
+    task, and the capped one can stall column generation there (equalized odds
+    on 3,000 rows with LogisticRegression: error 0.287 against ExpGrad's 0.242).
+
+    Parameters
+    ----------
+    gradient : ndarray of shape (K,)
+        Cost of predicting 1 in each cell.
+    cell_of_row : ndarray of int64, shape (n,)
+    frequencies : ndarray of shape (K,), optional
+        Released cell frequencies (only with ``cap``).
+    cap : float, optional
+        Scale at most ``cap`` times the mean ``|w|``; ``None``: ``max |w|``.
+
     Returns
     -------
     targets : ndarray of int64, shape (n,)
     weights : ndarray of float64, shape (n,), in [0, 1]
     """
-    scale = float(np.max(np.abs(gradient)))
+    magnitude = np.abs(gradient)
+    scale = float(np.max(magnitude))
+    if cap is not None and frequencies is not None:
+        q = np.clip(np.asarray(frequencies, dtype=np.float64), 0.0, None)
+        if q.sum() > 0:
+            scale = min(scale, float(cap) * float(q @ magnitude) / float(q.sum()))
     w = gradient / scale if scale > 0 else np.zeros_like(gradient)
-    return (w[cell_of_row] < 0).astype(np.int64), np.abs(w[cell_of_row])
+    return (w[cell_of_row] < 0).astype(np.int64), np.minimum(np.abs(w[cell_of_row]), 1.0)
 
 
 def step_size(t: int, step: str) -> float:

@@ -13,7 +13,12 @@ import numpy as np
 from sklearn.base import is_regressor
 from sklearn.preprocessing import LabelEncoder
 
-from .._fit.schedules import CGOO_ORACLE_PARAMS, cgoo_max_iter, cgoo_oracle_params
+from .._fit.schedules import (
+    CGOO_ORACLE_PARAMS,
+    cgoo_budget_split,
+    cgoo_max_iter,
+    cgoo_oracle_params,
+)
 from .._fit.validation import check_sample_weight, check_X, check_y, check_y_numeric, densify
 from ..fairness import encode_sensitive_features
 from ..fairness.routing import routing_hint
@@ -82,8 +87,10 @@ def check_oracle(oracle, private: bool, max_weight: float = 1.0) -> None:
         )
 
 
-def check_budget_split(budget_split) -> tuple[float, float, float]:
-    """``budget_split`` as 3 positive floats summing to 1."""
+def check_budget_split(budget_split, n_iterations: int) -> tuple[float, float, float]:
+    """``budget_split`` as 3 positive floats summing to 1 (``"auto"`` resolved for ``T``)."""
+    if isinstance(budget_split, str) and budget_split == "auto":
+        return cgoo_budget_split(n_iterations)
     split = tuple(float(s) for s in budget_split)
     if len(split) != 3 or min(split) <= 0 or not math.isclose(sum(split), 1.0, abs_tol=1e-9):
         raise ValueError(

@@ -224,8 +224,13 @@ class GroupLosses(WeightedCells):
         """Never a free atom: every direction calls the oracle."""
         return None
 
-    def task(self, direction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def task(
+        self, direction: np.ndarray, frequencies: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(y, w_group(i) / max w * weight_i)``: weighted least squares minimising ``<L(f), w>``.
+
+        ``frequencies`` (the released group frequencies) is not used: the group
+        weights are scaled by their largest, as the paper's case study does.
 
         Raises
         ------
