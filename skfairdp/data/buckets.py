@@ -1,0 +1,172 @@
+"""Exact Poisson batches of a table that does not fit in memory: one pass, step-ordered buckets.
+
+An epoch of ``S = ceil(1/q)`` steps is ``n * S`` independent Bernoulli(``q``) trials,
+one per (row, step) pair. The pass reads the table in chunks of rows; for a chunk
+of ``m`` rows it scans the chunk's ``m * S`` trials, ordered step-major, with the
+geometric gaps of :func:`skfairdp.privacy.sampling.bernoulli_positions` (cost
+proportional to the rows drawn, about ``m``), and appends each drawn (row, step)
+record -- the row's index, the step, its features -- to the bucket file of its
+step. A bucket holds a run of consecutive steps, about ``batch_rows`` records.
+Training then reads bucket 0, sorts it by step (stably: rows stay in table order),
+yields its steps' batches, and so on. Every trial of every pair is drawn once,
+independently, at rate ``q``, whatever the chunking: each batch is exactly a
+Poisson sample of all ``n`` rows, as the accountant assumes.
+
+Memory: one chunk of features while writing, one bucket while reading; disk: one
+epoch's records (about the table's float32 size), removed after the epoch.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..privacy.random import RandomSource
+from ..privacy.sampling import bernoulli_positions
+
+__all__ = ["BucketedSampler"]
+
+#: Bucket files open at once while writing (file descriptors).
+MAX_BUCKETS = 256
+
+
+class BucketedSampler:
+    """The batches of one fit on a source: ``(row indices, feature rows)`` per step.
+
+    Parameters
+    ----------
+    source : DataSource
+        Rows read by ``source.iter_features()`` (``source.batch_rows`` per chunk).
+    batch_size : int
+        Expected batch size; the rate is ``q = min(1, batch_size / n)``.
+    random : RandomSource
+        Every inclusion is drawn from it (seeded or ``secure_mode``).
+    poisson : bool
+        ``True`` (private fits): each row joins each step independently with
+        probability ``q`` (``S = ceil(1/q)`` steps per epoch). ``False``
+        (``epsilon=inf``): a random partition, each row in exactly one of
+        ``S = ceil(n / batch_size)`` steps drawn uniformly (batch sizes vary
+        around ``batch_size``; nothing is accounted).
+    scratch_dir : str or path-like, optional
+        Parent of the epoch's temporary directory (default: the system's).
+    verbose : int
+        ``>= 1``: a progress bar over each pass's chunks.
+    """
+
+    def __init__(
+        self,
+        source,
+        batch_size: int,
+        random: RandomSource,
+        *,
+        poisson: bool,
+        scratch_dir=None,
+        verbose: int = 0,
+    ):
+        self.source = source
+        self.n_samples = int(source.shape[0])
+        self.batch_size = int(min(batch_size, self.n_samples))
+        self.sampling_rate = min(1.0, batch_size / self.n_samples)
+        self.random = random
+        self.poisson = bool(poisson)
+        self.scratch_dir = scratch_dir
+        self.verbose = verbose
+        self.passes = 0
+        target_rows = max(source.batch_rows, math.ceil(self.n_samples / MAX_BUCKETS))
+        steps = self.steps_per_epoch
+        self.steps_per_bucket = max(1, min(steps, int(target_rows * steps / self.n_samples)))
+        self.n_buckets = math.ceil(steps / self.steps_per_bucket)
+        self.record = np.dtype(
+            [("row", np.int64), ("step", np.int32), ("x", np.float32, (source.shape[1],))]
+        )
+
+    @property
+    def expected_batch_size(self) -> float:
+        if self.poisson:
+            return self.sampling_rate * self.n_samples
+        return float(self.batch_size)
+
+    @property
+    def steps_per_epoch(self) -> int:
+        if self.poisson:
+            return max(1, math.ceil(1.0 / self.sampling_rate))
+        return math.ceil(self.n_samples / self.batch_size)
+
+    # -- one epoch -------------------------------------------------------------------
+    def epoch(self):
+        """Yield ``(indices, rows)`` per step: sorted int64 row indices, their float32 rows."""
+        with tempfile.TemporaryDirectory(prefix="skfairdp-buckets-", dir=self._scratch()) as tmp:
+            paths = self._write_buckets(Path(tmp))
+            steps = self.steps_per_epoch
+            for b, path in enumerate(paths):
+                first = b * self.steps_per_bucket
+                yield from self._read_bucket(path, first, min(self.steps_per_bucket, steps - first))
+
+    def assign(self, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """The (step, row) pairs drawn for a chunk of ``m`` rows, sorted by step then row."""
+        steps = self.steps_per_epoch
+        if not self.poisson:
+            # ceil(u S) - 1 for u in (0, 1]: uniform on 0 .. S-1
+            step = (np.ceil(self.random.uniform(m) * steps) - 1).astype(np.int64)
+            rows = np.argsort(step, kind="stable")
+            return step[rows], rows
+        if self.sampling_rate >= 1.0:
+            return np.zeros(m, dtype=np.int64), np.arange(m)
+        positions = bernoulli_positions(m * steps, self.sampling_rate, self.random)
+        return positions // m, positions % m
+
+    def _write_buckets(self, folder: Path) -> list[Path]:
+        paths = [folder / f"bucket-{b:05d}.bin" for b in range(self.n_buckets)]
+        edges = np.arange(1, self.n_buckets) * self.steps_per_bucket
+        chunks = tqdm(
+            self.source.iter_features(),
+            total=math.ceil(self.n_samples / self.source.batch_rows),
+            disable=self.verbose < 1,
+            desc=f"sampling pass {self.passes + 1}",
+            unit="chunk",
+            leave=False,
+        )
+        files = [open(path, "wb") for path in paths]  # noqa: SIM115 (closed below)
+        try:
+            for start, X in chunks:
+                step, rows = self.assign(len(X))
+                records = np.empty(len(rows), dtype=self.record)
+                records["row"] = rows + start
+                records["step"] = step
+                records["x"] = X[rows]
+                for file, part in zip(files, np.split(records, np.searchsorted(step, edges))):
+                    if len(part):
+                        file.write(part.view(np.uint8))
+        finally:
+            for file in files:
+                file.close()
+        self.passes += 1
+        return paths
+
+    def _read_bucket(self, path: Path, first: int, count: int):
+        records = np.fromfile(path, dtype=self.record)
+        path.unlink()
+        order = np.argsort(records["step"], kind="stable")
+        bounds = np.searchsorted(records["step"][order], np.arange(first, first + count + 1))
+        for k in range(count):
+            part = records[order[bounds[k] : bounds[k + 1]]]
+            yield np.ascontiguousarray(part["row"]), np.ascontiguousarray(part["x"])
+
+    def _scratch(self) -> str | None:
+        folder = self.scratch_dir
+        if folder is not None and not Path(folder).is_dir():
+            raise FileNotFoundError(f"scratch_dir: no such directory: {str(folder)!r}")
+        needed = self.n_samples * self.record.itemsize * (1.1 if self.poisson else 1.0)
+        free = shutil.disk_usage(folder or tempfile.gettempdir()).free
+        if free < needed:
+            raise OSError(
+                f"scratch_dir: an epoch's sampling pass writes about {needed / 2**30:.1f} GiB "
+                f"but {str(folder or tempfile.gettempdir())!r} has {free / 2**30:.1f} GiB free; "
+                "set ParquetSource(scratch_dir=...) or SKFAIRDP_SCRATCH_DIR to a larger disk"
+            )
+        return None if folder is None else str(folder)
