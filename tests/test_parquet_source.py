@@ -172,9 +172,11 @@ def test_estimators_off_the_template_refuse_a_source(table, make):
 def test_fit_on_a_source_records_the_in_memory_event(table, make):
     frame, path = table
     on_source = make().fit(_source(path))
-    kwargs = {} if isinstance(on_source, (DPSGDClassifier, GlobalScalingDPClassifier)) else {
-        "sensitive_features": frame["sex"].to_numpy()
-    }
+    kwargs = (
+        {}
+        if isinstance(on_source, (DPSGDClassifier, GlobalScalingDPClassifier))
+        else {"sensitive_features": frame["sex"].to_numpy()}
+    )
     in_memory = make().fit(frame[FEATURES].to_numpy(np.float32), frame["label"], **kwargs)
     assert on_source.dp_event_ == in_memory.dp_event_
     assert on_source.privacy_spent_ == in_memory.privacy_spent_
