@@ -87,11 +87,16 @@ def p_values(drawn, q):
 N, BATCH, BATCH_ROWS, EPOCHS = 40, 5, 6, 800  # q = 1/8, 8 steps, chunks of 6 (and 4)
 
 
-def _sampler(seed=0, poisson=True, scratch_dir=None):
+def _sampler(seed=0, poisson=True, scratch_dir=None, prefetch=False):
     X = np.arange(N * 2, dtype=np.float32).reshape(N, 2)
     source = ArraySource(X, _sizes(N, BATCH_ROWS))
     return BucketedSampler(
-        source, BATCH, RandomSource(seed), poisson=poisson, scratch_dir=scratch_dir
+        source,
+        BATCH,
+        RandomSource(seed),
+        poisson=poisson,
+        scratch_dir=scratch_dir,
+        prefetch=prefetch,
     )
 
 
@@ -151,6 +156,21 @@ def test_scratch_is_removed_after_an_epoch_and_on_early_stop(tmp_path):
         next(_sampler(scratch_dir=tmp_path / "missing").epoch())
 
 
+def test_prefetched_passes_draw_the_same_batches(tmp_path):
+    """A pass in a background thread draws what it would draw in line; close() discards one."""
+    plain, prefetching = _sampler(seed=7), _sampler(seed=7, scratch_dir=tmp_path, prefetch=True)
+    for _ in range(3):
+        expected = [idx.tolist() for idx, _ in plain.epoch()]
+        assert [idx.tolist() for idx, _ in prefetching.epoch()] == expected
+    assert prefetching.passes == 4  # the next epoch's pass, started during the third
+    prefetching.close()
+    assert not list(tmp_path.iterdir())
+    prefetching.epochs = 2  # the fit template's bound: no pass beyond the last epoch
+    for _ in range(2):
+        list(prefetching.epoch())
+    assert prefetching.passes == 6 and prefetching._pending is None
+
+
 @pytest.mark.parametrize("n", [10**4, 10**7, 10**8])
 def test_memory_is_one_chunk_and_one_bucket(n):
     """Buckets hold about max(batch_rows, n / 256) expected rows; at most 256 files open."""
@@ -208,7 +228,8 @@ def test_parquet_fit_equals_the_in_memory_fit_on_the_same_batches(tmp_path, monk
     on_source = make(**params).fit(source)
 
     def replaying(n, q, random):
-        sampler = BucketedSampler(ArraySource(X, sizes), 64, random, poisson=True)
+        # the source's sampler draws from the first child of the fit's stream
+        sampler = BucketedSampler(ArraySource(X, sizes), 64, random.spawn(), poisson=True)
         assert sampler.sampling_rate == q and sampler.n_samples == n
         return IndicesOnly(sampler)
 

@@ -241,3 +241,18 @@ def test_predict_refuses_other_features(table):
     est = DPSGDClassifier(epsilon=np.inf, max_epochs=1, random_state=0).fit(_source(path))
     with pytest.raises(ValueError, match="not the ones DPSGDClassifier was fitted on"):
         est.predict(_source(path, features=["x1", "x0", "x2"]))
+
+
+class _StopAfterFirstEpoch:
+    def on_epoch_end(self, net, **kwargs):
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("callbacks", [None, [_StopAfterFirstEpoch()]], ids=["all", "stopped"])
+def test_no_scratch_is_left_behind(table, tmp_path, callbacks):
+    """The prefetched pass of an epoch that never runs is discarded, its files removed."""
+    source = _source(table[1], scratch_dir=tmp_path)
+    est = DPFermiClassifier(epsilon=1.0, max_epochs=3, random_state=0, callbacks=callbacks)
+    est.fit(source)
+    assert len(est.history_) == (1 if callbacks else 3)
+    assert not list(tmp_path.iterdir())

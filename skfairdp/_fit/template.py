@@ -154,6 +154,8 @@ class PrivateFitMixin:
         if plan.steps is not None and plan.steps < ctx.planned_steps:
             sampler = CappedSampler(sampler, plan.steps)
             max_epochs = max(1, math.ceil(plan.steps / sampler.steps_per_epoch))
+        if source is not None:  # no sampling pass is prefetched beyond the last epoch
+            ctx.sampler.epochs = max_epochs
 
         with torch.random.fork_rng(devices=[ctx.device] if ctx.device.type == "cuda" else []):
             torch.manual_seed(ctx.random.torch_seed())

@@ -14,6 +14,11 @@ Poisson sample of all ``n`` rows, as the accountant assumes.
 
 Memory: one chunk of features while writing, one bucket while reading; disk: one
 epoch's records (about the table's float32 size), removed after the epoch.
+
+With ``prefetch`` the next epoch's pass runs in a background thread while this
+epoch trains (two epochs' records on disk then). The pass draws from its own
+random stream (a child of the fit's), so what it draws does not depend on how
+the two threads interleave.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from __future__ import annotations
 import math
 import shutil
 import tempfile
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +52,8 @@ class BucketedSampler:
     batch_size : int
         Expected batch size; the rate is ``q = min(1, batch_size / n)``.
     random : RandomSource
-        Every inclusion is drawn from it (seeded or ``secure_mode``).
+        Every inclusion is drawn from it (seeded or ``secure_mode``); used by the
+        pass only (in its thread with ``prefetch``), never by the training steps.
     poisson : bool
         ``True`` (private fits): each row joins each step independently with
         probability ``q`` (``S = ceil(1/q)`` steps per epoch). ``False``
@@ -53,9 +61,19 @@ class BucketedSampler:
         ``S = ceil(n / batch_size)`` steps drawn uniformly (batch sizes vary
         around ``batch_size``; nothing is accounted).
     scratch_dir : str or path-like, optional
-        Parent of the epoch's temporary directory (default: the system's).
+        Parent of each epoch's temporary directory (default: the system's).
     verbose : int
         ``>= 1``: a progress bar over each pass's chunks.
+    prefetch : bool
+        Run the next epoch's pass in a background thread while this one trains
+        (up to ``epochs`` passes in all).
+
+    Attributes
+    ----------
+    epochs : int or None
+        How many epochs the fit will ask for (set by the fit template); no pass
+        is prefetched beyond it. ``None``: one more pass may be prefetched and
+        then discarded by :meth:`close`.
     """
 
     def __init__(
@@ -67,6 +85,7 @@ class BucketedSampler:
         poisson: bool,
         scratch_dir=None,
         verbose: int = 0,
+        prefetch: bool = False,
     ):
         self.source = source
         self.n_samples = int(source.shape[0])
@@ -76,7 +95,9 @@ class BucketedSampler:
         self.poisson = bool(poisson)
         self.scratch_dir = scratch_dir
         self.verbose = verbose
-        self.passes = 0
+        self.prefetch = bool(prefetch)
+        self.epochs: int | None = None
+        self.passes = 0  # passes started
         target_rows = max(source.batch_rows, math.ceil(self.n_samples / MAX_BUCKETS))
         steps = self.steps_per_epoch
         self.steps_per_bucket = max(1, min(steps, int(target_rows * steps / self.n_samples)))
@@ -84,6 +105,9 @@ class BucketedSampler:
         self.record = np.dtype(
             [("row", np.int64), ("step", np.int32), ("x", np.float32, (source.shape[1],))]
         )
+        self._pending: Future | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._cancel = threading.Event()
 
     @property
     def expected_batch_size(self) -> float:
@@ -100,12 +124,34 @@ class BucketedSampler:
     # -- one epoch -------------------------------------------------------------------
     def epoch(self):
         """Yield ``(indices, rows)`` per step: sorted int64 row indices, their float32 rows."""
-        with tempfile.TemporaryDirectory(prefix="skfairdp-buckets-", dir=self._scratch()) as tmp:
-            paths = self._write_buckets(Path(tmp))
+        pending, self._pending = self._pending, None
+        folder = pending.result() if pending is not None else self._pass()
+        try:
+            if self.prefetch and (self.epochs is None or self.passes < self.epochs):
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(1, thread_name_prefix="skfairdp-pass")
+                self._pending = self._executor.submit(self._pass)
             steps = self.steps_per_epoch
-            for b, path in enumerate(paths):
+            for b in range(self.n_buckets):
                 first = b * self.steps_per_bucket
+                path = folder / f"bucket-{b:05d}.bin"
                 yield from self._read_bucket(path, first, min(self.steps_per_bucket, steps - first))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def close(self) -> None:
+        """Stop and discard a prefetched pass (its scratch files included)."""
+        self._cancel.set()
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            try:
+                shutil.rmtree(pending.result(), ignore_errors=True)
+            except _Cancelled:
+                pass
+        if self._executor is not None:
+            self._executor.shutdown()
+            self._executor = None
+        self._cancel.clear()
 
     def assign(self, m: int) -> tuple[np.ndarray, np.ndarray]:
         """The (step, row) pairs drawn for a chunk of ``m`` rows, sorted by step then row."""
@@ -120,33 +166,41 @@ class BucketedSampler:
         positions = bernoulli_positions(m * steps, self.sampling_rate, self.random)
         return positions // m, positions % m
 
-    def _write_buckets(self, folder: Path) -> list[Path]:
-        paths = [folder / f"bucket-{b:05d}.bin" for b in range(self.n_buckets)]
+    def _pass(self) -> Path:
+        """One streaming pass: every chunk's draws appended to the bucket files of a new folder."""
+        self.passes += 1
+        folder = Path(tempfile.mkdtemp(prefix="skfairdp-buckets-", dir=self._scratch()))
         edges = np.arange(1, self.n_buckets) * self.steps_per_bucket
         chunks = tqdm(
             self.source.iter_features(),
             total=math.ceil(self.n_samples / self.source.batch_rows),
             disable=self.verbose < 1,
-            desc=f"sampling pass {self.passes + 1}",
+            desc=f"sampling pass {self.passes}",
             unit="chunk",
             leave=False,
         )
-        files = [open(path, "wb") for path in paths]  # noqa: SIM115 (closed below)
+        paths = [folder / f"bucket-{b:05d}.bin" for b in range(self.n_buckets)]
         try:
-            for start, X in chunks:
-                step, rows = self.assign(len(X))
-                records = np.empty(len(rows), dtype=self.record)
-                records["row"] = rows + start
-                records["step"] = step
-                records["x"] = X[rows]
-                for file, part in zip(files, np.split(records, np.searchsorted(step, edges))):
-                    if len(part):
-                        file.write(part.view(np.uint8))
-        finally:
-            for file in files:
-                file.close()
-        self.passes += 1
-        return paths
+            files = [open(path, "wb") for path in paths]  # noqa: SIM115 (closed below)
+            try:
+                for start, X in chunks:
+                    if self._cancel.is_set():
+                        raise _Cancelled
+                    step, rows = self.assign(len(X))
+                    records = np.empty(len(rows), dtype=self.record)
+                    records["row"] = rows + start
+                    records["step"] = step
+                    records["x"] = X[rows]
+                    for file, part in zip(files, np.split(records, np.searchsorted(step, edges))):
+                        if len(part):
+                            file.write(part.view(np.uint8))
+            finally:
+                for file in files:
+                    file.close()
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        return folder
 
     def _read_bucket(self, path: Path, first: int, count: int):
         records = np.fromfile(path, dtype=self.record)
@@ -170,3 +224,7 @@ class BucketedSampler:
                 "set ParquetSource(scratch_dir=...) or SKFAIRDP_SCRATCH_DIR to a larger disk"
             )
         return None if folder is None else str(folder)
+
+
+class _Cancelled(Exception):
+    """A prefetched pass stopped by :meth:`BucketedSampler.close`."""

@@ -216,6 +216,7 @@ def train(
         result.stopped_early = True
     finally:
         grads_of.close()
+        getattr(sampler, "close", lambda: None)()  # an out-of-core sampler's prefetched pass
     for cb in callbacks:
         getattr(cb, "on_train_end", lambda *a, **k: None)(net)
     if iterate == "random" and snapshot is not None:

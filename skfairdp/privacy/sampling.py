@@ -137,6 +137,10 @@ class CappedSampler:
     def steps_per_epoch(self) -> int:
         return self.sampler.steps_per_epoch
 
+    def close(self) -> None:
+        """Close the wrapped sampler if it holds resources (an out-of-core sampler)."""
+        getattr(self.sampler, "close", lambda: None)()
+
     def epoch(self):
         """Yield the wrapped sampler's batches of one epoch, until ``max_steps`` in total."""
         for batch in self.sampler.epoch():
