@@ -256,3 +256,19 @@ def test_no_scratch_is_left_behind(table, tmp_path, callbacks):
     est.fit(source)
     assert len(est.history_) == (1 if callbacks else 3)
     assert not list(tmp_path.iterdir())
+
+
+class _FailAtStart:
+    def on_train_begin(self, net, **kwargs):
+        raise RuntimeError("callback failed")
+
+
+def test_a_fit_that_fails_after_the_first_pass_started_leaves_no_scratch(table, tmp_path):
+    import gc
+
+    source = _source(table[1], scratch_dir=tmp_path)
+    est = DPFermiClassifier(epsilon=1.0, max_epochs=1, callbacks=[_FailAtStart()])
+    with pytest.raises(RuntimeError, match="callback failed"):
+        est.fit(source)  # after the sampler started its first pass, before the loop's try
+    gc.collect()
+    assert not list(tmp_path.iterdir())

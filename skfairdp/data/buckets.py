@@ -27,6 +27,7 @@ import math
 import shutil
 import tempfile
 import threading
+import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -105,9 +106,10 @@ class BucketedSampler:
         self.record = np.dtype(
             [("row", np.int64), ("step", np.int32), ("x", np.float32, (source.shape[1],))]
         )
-        self._pending: Future | None = None
-        self._executor: ThreadPoolExecutor | None = None
-        self._cancel = threading.Event()
+        self._background = _Background()
+        # a pass still pending when the sampler is dropped (a fit that failed before
+        # training) is discarded with its files
+        weakref.finalize(self, self._background.discard)
 
     @property
     def expected_batch_size(self) -> float:
@@ -124,13 +126,11 @@ class BucketedSampler:
     # -- one epoch -------------------------------------------------------------------
     def epoch(self):
         """Yield ``(indices, rows)`` per step: sorted int64 row indices, their float32 rows."""
-        pending, self._pending = self._pending, None
+        pending, self._background.pending = self._background.pending, None
         folder = pending.result() if pending is not None else self._pass()
         try:
-            if self.prefetch and (self.epochs is None or self.passes < self.epochs):
-                if self._executor is None:
-                    self._executor = ThreadPoolExecutor(1, thread_name_prefix="skfairdp-pass")
-                self._pending = self._executor.submit(self._pass)
+            if self.epochs is None or self.passes < self.epochs:
+                self.start()
             steps = self.steps_per_epoch
             for b in range(self.n_buckets):
                 first = b * self.steps_per_bucket
@@ -139,19 +139,15 @@ class BucketedSampler:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
+    def start(self) -> None:
+        """With ``prefetch``: start the next pass in the background (the first one as soon
+        as the sampler exists, beside the fit's releases and calibration)."""
+        if self.prefetch and self._background.pending is None:
+            self._background.pending = self._background.submit(self._pass)
+
     def close(self) -> None:
         """Stop and discard a prefetched pass (its scratch files included)."""
-        self._cancel.set()
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            try:
-                shutil.rmtree(pending.result(), ignore_errors=True)
-            except _Cancelled:
-                pass
-        if self._executor is not None:
-            self._executor.shutdown()
-            self._executor = None
-        self._cancel.clear()
+        self._background.discard()
 
     def assign(self, m: int) -> tuple[np.ndarray, np.ndarray]:
         """The (step, row) pairs drawn for a chunk of ``m`` rows, sorted by step then row."""
@@ -184,7 +180,7 @@ class BucketedSampler:
             files = [open(path, "wb") for path in paths]  # noqa: SIM115 (closed below)
             try:
                 for start, X in chunks:
-                    if self._cancel.is_set():
+                    if self._background.cancel.is_set():
                         raise _Cancelled
                     step, rows = self.assign(len(X))
                     records = np.empty(len(rows), dtype=self.record)
@@ -228,3 +224,32 @@ class BucketedSampler:
 
 class _Cancelled(Exception):
     """A prefetched pass stopped by :meth:`BucketedSampler.close`."""
+
+
+class _Background:
+    """The thread of the prefetched passes and the pass pending in it."""
+
+    def __init__(self):
+        self.executor: ThreadPoolExecutor | None = None
+        self.pending: Future | None = None
+        self.cancel = threading.Event()
+
+    def submit(self, function) -> Future:
+        if self.executor is None:
+            self.executor = ThreadPoolExecutor(1, thread_name_prefix="skfairdp-pass")
+        return self.executor.submit(function)
+
+    def discard(self) -> None:
+        """Cancel the pending pass, wait for it, remove its folder; stop the thread."""
+        self.cancel.set()
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            try:
+                shutil.rmtree(pending.result(), ignore_errors=True)
+            except Exception:  # noqa: S110 (cancelled, or failed: the pass removed its folder)
+                pass
+        if self.executor is not None:
+            # not waiting: the last reference to the sampler may drop in the pass's thread
+            self.executor.shutdown(wait=False)
+            self.executor = None
+        self.cancel.clear()

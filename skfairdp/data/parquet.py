@@ -219,7 +219,7 @@ class ParquetSource(DataSource):
         """
         from .buckets import BucketedSampler
 
-        return BucketedSampler(
+        sampler = BucketedSampler(
             self,
             batch_size,
             random.spawn(),
@@ -228,6 +228,8 @@ class ParquetSource(DataSource):
             verbose=verbose,
             prefetch=self.prefetch,
         )
+        sampler.start()  # the first pass runs beside the fit's releases and calibration
+        return sampler
 
     def __repr__(self) -> str:
         return (
