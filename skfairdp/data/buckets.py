@@ -6,7 +6,8 @@ of ``m`` rows it scans the chunk's ``m * S`` trials, ordered step-major, with th
 geometric gaps of :func:`skfairdp.privacy.sampling.bernoulli_positions` (cost
 proportional to the rows drawn, about ``m``), and appends each drawn (row, step)
 record -- the row's index, the step, its features -- to the bucket file of its
-step. A bucket holds a run of consecutive steps, about ``batch_rows`` records.
+step (one block per chunk: the count, the indices and steps, the feature rows). A
+bucket holds a run of consecutive steps, about ``batch_rows`` records.
 Training then reads bucket 0, sorts it by step (stably: rows stay in table order),
 yields its steps' batches, and so on. Every trial of every pair is drawn once,
 independently, at rate ``q``, whatever the chunking: each batch is exactly a
@@ -103,9 +104,7 @@ class BucketedSampler:
         steps = self.steps_per_epoch
         self.steps_per_bucket = max(1, min(steps, int(target_rows * steps / self.n_samples)))
         self.n_buckets = math.ceil(steps / self.steps_per_bucket)
-        self.record = np.dtype(
-            [("row", np.int64), ("step", np.int32), ("x", np.float32, (source.shape[1],))]
-        )
+        self.n_features = int(source.shape[1])
         self._background = _Background()
         # a pass still pending when the sampler is dropped (a fit that failed before
         # training) is discarded with its files
@@ -183,13 +182,13 @@ class BucketedSampler:
                     if self._background.cancel.is_set():
                         raise _Cancelled
                     step, rows = self.assign(len(X))
-                    records = np.empty(len(rows), dtype=self.record)
-                    records["row"] = rows + start
-                    records["step"] = step
-                    records["x"] = X[rows]
-                    for file, part in zip(files, np.split(records, np.searchsorted(step, edges))):
-                        if len(part):
-                            file.write(part.view(np.uint8))
+                    x = np.take(X, rows, axis=0)
+                    cuts = [0, *np.searchsorted(step, edges).tolist(), len(step)]
+                    for file, lo, hi in zip(files, cuts[:-1], cuts[1:]):
+                        if hi > lo:  # one block: count, row indices, steps; then the rows
+                            meta = np.concatenate([[hi - lo], rows[lo:hi] + start, step[lo:hi]])
+                            file.write(meta.astype(np.int64, copy=False))
+                            file.write(x[lo:hi])
             finally:
                 for file in files:
                     file.close()
@@ -199,19 +198,37 @@ class BucketedSampler:
         return folder
 
     def _read_bucket(self, path: Path, first: int, count: int):
-        records = np.fromfile(path, dtype=self.record)
+        data = np.fromfile(path, dtype=np.uint8)
         path.unlink()
-        order = np.argsort(records["step"], kind="stable")
-        bounds = np.searchsorted(records["step"][order], np.arange(first, first + count + 1))
+        rows, steps, xs, offset = [], [], [], 0
+        while offset < len(data):
+            m = int(np.frombuffer(data, np.int64, 1, offset)[0])
+            meta = np.frombuffer(data, np.int64, 2 * m, offset + 8)
+            offset += 8 * (1 + 2 * m)
+            xs.append(np.frombuffer(data, np.float32, m * self.n_features, offset))
+            offset += 4 * m * self.n_features
+            rows.append(meta[:m])
+            steps.append(meta[m:])
+        rows = np.concatenate(rows) if rows else np.empty(0, np.int64)
+        steps = np.concatenate(steps) if steps else np.empty(0, np.int64)
+        x = np.concatenate(xs).reshape(-1, self.n_features) if xs else None
+        del data, xs
+        order = np.argsort(steps, kind="stable")  # blocks in row order: rows stay sorted
+        bounds = np.searchsorted(steps[order], np.arange(first, first + count + 1))
         for k in range(count):
-            part = records[order[bounds[k] : bounds[k + 1]]]
-            yield np.ascontiguousarray(part["row"]), np.ascontiguousarray(part["x"])
+            take = order[bounds[k] : bounds[k + 1]]
+            rows_k = rows[take]
+            if x is None:
+                yield rows_k, np.empty((0, self.n_features), dtype=np.float32)
+            else:
+                yield rows_k, np.take(x, take, axis=0)
 
     def _scratch(self) -> str | None:
         folder = self.scratch_dir
         if folder is not None and not Path(folder).is_dir():
             raise FileNotFoundError(f"scratch_dir: no such directory: {str(folder)!r}")
-        needed = self.n_samples * self.record.itemsize * (1.1 if self.poisson else 1.0)
+        record = 16 + 4 * self.n_features  # index, step, features
+        needed = self.n_samples * record * (1.1 if self.poisson else 1.0)
         free = shutil.disk_usage(folder or tempfile.gettempdir()).free
         if free < needed:
             raise OSError(
