@@ -22,7 +22,8 @@ fairness_weight=1, max_epochs=EPOCHS, random_state=seed)``, defaults otherwise
 
     nice -n 5 python benchmarks/large_data.py --scratch /tmp --out benchmarks/results
 
-Writes ``large_data.csv`` (one row per fit) and ``large_data.md``.
+Writes ``large_data.csv`` (one row per fit) and ``large_data.md``; ``--parts a`` or
+``--parts b`` reruns one part and keeps the other's rows.
 """
 
 from __future__ import annotations
@@ -208,6 +209,11 @@ def main(argv=None):
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     frame = pd.DataFrame(rows)
+    previous = out / "large_data.csv"
+    if previous.exists():  # keep the rows of the parts not rerun
+        kept = pd.read_csv(previous)
+        kept = kept[~kept.part.isin(frame.part.unique())]
+        frame = pd.concat([kept, frame], ignore_index=True)
     frame["epoch_s_per_1m_rows"] = frame.epoch_mean_s / (frame.n_rows / 1e6)
     frame.to_csv(out / "large_data.csv", index=False)
     (out / "large_data.md").write_text(report(frame, args))
