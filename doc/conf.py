@@ -185,6 +185,7 @@ USER_GUIDE = [
     "cgoo",
     "global_scaling",
     "federated",
+    "large_data",
     "model_selection",
     "preprocessing",
     "postprocessing",

@@ -272,3 +272,21 @@ def test_a_fit_that_fails_after_the_first_pass_started_leaves_no_scratch(table, 
         est.fit(source)  # after the sampler started its first pass, before the loop's try
     gc.collect()
     assert not list(tmp_path.iterdir())
+
+
+def test_a_partitioned_dataset_goes_through_the_scanner(tmp_path):
+    """Hive partitions add a column no file holds: read through pyarrow's scanner."""
+    frame = _frame()
+    pq.write_to_dataset(
+        pa.Table.from_pandas(frame, preserve_index=False), tmp_path, partition_cols=["sex"]
+    )
+    dataset = ds.dataset(str(tmp_path), format="parquet", partitioning="hive")
+    source = _source(dataset)
+    assert source._files is None
+    table = dataset.to_table()
+    np.testing.assert_array_equal(
+        np.concatenate([chunk for _, chunk in source.iter_features()]),
+        np.column_stack([table[name].to_numpy() for name in FEATURES]),
+    )
+    est = DPFermiClassifier(epsilon=1.0, max_epochs=1, random_state=0).fit(source)
+    assert sorted(est.group_encoder_.group_labels_) == ["F", "M"]

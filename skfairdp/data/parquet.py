@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from .columns import SourceColumns, read_columns
 from .source import DataSource
@@ -99,6 +100,7 @@ class ParquetSource(DataSource):
     ):
         self.path = path
         self.dataset = _open(path)
+        self._files = _plain_files(self.dataset)
         schema = self.dataset.schema
         self.target = _column(schema, target, "target")
         self.sensitive_features = _columns(schema, sensitive_features, "sensitive_features")
@@ -167,13 +169,21 @@ class ParquetSource(DataSource):
         return np.asarray(self.features, dtype=object)
 
     def scan(self, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
-        """The table's ``columns`` in row order, ``batch_rows`` rows at most per batch."""
-        yield from self.dataset.to_batches(
-            columns=list(columns),
-            batch_size=self.batch_rows,
-            batch_readahead=1,
-            fragment_readahead=1,
-        )
+        """The table's ``columns`` in row order, ``batch_rows`` rows at most per batch.
+
+        Plain Parquet files are read file by file, row group by row group: the
+        dataset scanner would read ahead of a slow consumer (hundreds of MB for a
+        wide table); other datasets (partitioned, other formats) go through it.
+        """
+        if self._files is None:
+            yield from self.dataset.to_batches(
+                columns=list(columns), batch_size=self.batch_rows, batch_readahead=1
+            )
+            return
+        filesystem = self.dataset.filesystem
+        for path in self._files:
+            file = pq.ParquetFile(path, filesystem=filesystem, pre_buffer=False)
+            yield from file.iter_batches(batch_size=self.batch_rows, columns=list(columns))
 
     def iter_features(self) -> Iterator[tuple[int, np.ndarray]]:
         """``(first row, features)`` per chunk: C-contiguous float32, finite.
@@ -256,6 +266,21 @@ def _open(path) -> ds.Dataset:
     if not dataset.files:
         raise ValueError(f"path: the directory {str(path)!r} holds no Parquet files")
     return dataset
+
+
+def _plain_files(dataset: ds.Dataset) -> list[str] | None:
+    """The files of an unpartitioned Parquet dataset, in its order; None for any other."""
+    if not isinstance(dataset, ds.FileSystemDataset):
+        return None
+    if not isinstance(dataset.format, ds.ParquetFileFormat):
+        return None
+    fragments = list(dataset.get_fragments())
+    paths = [fragment.path for fragment in fragments]
+    if len(set(paths)) != len(paths):  # fragments split by row group
+        return None
+    if any(str(fragment.partition_expression) != "true" for fragment in fragments):
+        return None
+    return paths
 
 
 def _column(schema: pa.Schema, name, argument: str) -> str:
