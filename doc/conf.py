@@ -109,6 +109,7 @@ API_SECTIONS = [
     ("skfairdp.privacy", "Privacy accounting and mechanisms", None),
     ("skfairdp.model_selection", "Private model selection", None),
     ("skfairdp.preprocessing", "Private preprocessing", None),
+    ("skfairdp.data", "Tables larger than memory", None),
     ("skfairdp.postprocessing", "Private post-processing", None),
     ("skfairdp.oracle", "Oracle contract of meta-estimators", None),
     ("skfairdp.federated", "Federated learning across silos", None),

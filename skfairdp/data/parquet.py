@@ -79,11 +79,23 @@ class ParquetSource(DataSource):
 
     Examples
     --------
-    >>> from skfairdp import DPFermiClassifier  # doctest: +SKIP
-    >>> from skfairdp.data import ParquetSource  # doctest: +SKIP
-    >>> source = ParquetSource("loans/", target="default", sensitive_features="sex")
-    >>> model = DPFermiClassifier(epsilon=1.0).fit(source)  # doctest: +SKIP
-    >>> proba = model.predict_proba(source)  # doctest: +SKIP
+    >>> import tempfile
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from skfairdp import DPFermiClassifier
+    >>> from skfairdp.data import ParquetSource
+    >>> rng = np.random.default_rng(0)
+    >>> loans = pd.DataFrame(rng.normal(size=(400, 3)).astype("float32"), columns=["a", "b", "c"])
+    >>> loans["sex"] = rng.choice(["F", "M"], 400)
+    >>> loans["default"] = (loans.a + loans.b > 0).astype(int)
+    >>> path = tempfile.mkdtemp() + "/loans.parquet"
+    >>> loans.to_parquet(path)
+    >>> source = ParquetSource(path, target="default", sensitive_features="sex")
+    >>> source.shape
+    (400, 3)
+    >>> model = DPFermiClassifier(epsilon=1.0, random_state=0).fit(source)
+    >>> model.predict_proba(source).shape
+    (400, 2)
     """
 
     def __init__(
