@@ -171,6 +171,18 @@ def test_prefetched_passes_draw_the_same_batches(tmp_path):
     assert prefetching._background.pending is None
 
 
+def test_a_dropped_sampler_discards_its_pending_pass(tmp_path):
+    import gc
+
+    sampler = _sampler(scratch_dir=tmp_path, prefetch=True)
+    sampler.start()
+    sampler._background.pending.result()  # the pass wrote its buckets
+    assert len(list(tmp_path.iterdir())) == 1
+    del sampler
+    gc.collect()
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("n", [10**4, 10**7, 10**8])
 def test_memory_is_one_chunk_and_one_bucket(n):
     """Buckets hold about max(batch_rows, n / 256) expected rows; at most 256 files open."""

@@ -258,18 +258,18 @@ def test_no_scratch_is_left_behind(table, tmp_path, callbacks):
     assert not list(tmp_path.iterdir())
 
 
-class _FailAtStart:
-    def on_train_begin(self, net, **kwargs):
+class _FailAfterFirstEpoch:
+    def on_epoch_end(self, net, **kwargs):
         raise RuntimeError("callback failed")
 
 
-def test_a_fit_that_fails_after_the_first_pass_started_leaves_no_scratch(table, tmp_path):
+def test_a_fit_that_fails_with_a_pass_pending_leaves_no_scratch(table, tmp_path):
     import gc
 
     source = _source(table[1], scratch_dir=tmp_path)
-    est = DPFermiClassifier(epsilon=1.0, max_epochs=1, callbacks=[_FailAtStart()])
+    est = DPFermiClassifier(epsilon=1.0, max_epochs=3, callbacks=[_FailAfterFirstEpoch()])
     with pytest.raises(RuntimeError, match="callback failed"):
-        est.fit(source)  # after the sampler started its first pass, before the loop's try
+        est.fit(source)  # the second epoch's pass was running in the background
     gc.collect()
     assert not list(tmp_path.iterdir())
 
@@ -290,3 +290,15 @@ def test_a_partitioned_dataset_goes_through_the_scanner(tmp_path):
     )
     est = DPFermiClassifier(epsilon=1.0, max_epochs=1, random_state=0).fit(source)
     assert sorted(est.group_encoder_.group_labels_) == ["F", "M"]
+
+
+def test_secure_mode_draws_the_passes_from_the_os(table):
+    """secure_mode: the sampling passes' child stream is the CSPRNG too (no seed)."""
+    est = DPSGDClassifier(epsilon=1.0, max_epochs=1, secure_mode=True).fit(_source(table[1]))
+    assert est.n_steps_ > 0 and np.isfinite(est.privacy_spent_.epsilon)
+    source = _source(table[1])
+    from skfairdp.privacy import RandomSource
+
+    sampler = source.sampler(32, RandomSource(secure_mode=True), private=True)
+    assert sampler.random.secure_mode and sampler.random.seed is None
+    sampler.close()

@@ -139,8 +139,7 @@ class BucketedSampler:
             shutil.rmtree(folder, ignore_errors=True)
 
     def start(self) -> None:
-        """With ``prefetch``: start the next pass in the background (the first one as soon
-        as the sampler exists, beside the fit's releases and calibration)."""
+        """With ``prefetch``: start the next pass in a background thread."""
         if self.prefetch and self._background.pending is None:
             self._background.pending = self._background.submit(self._pass)
 

@@ -250,7 +250,8 @@ class ParquetSource(DataSource):
             verbose=verbose,
             prefetch=self.prefetch,
         )
-        sampler.start()  # the first pass runs beside the fit's releases and calibration
+        # the first pass runs when training starts, not beside the fit's set-up: DP-FERMI's
+        # per-row tensors peak there, and both at once would double the memory's peak
         return sampler
 
     def __repr__(self) -> str:
