@@ -302,3 +302,16 @@ def test_secure_mode_draws_the_passes_from_the_os(table):
     sampler = source.sampler(32, RandomSource(secure_mode=True), private=True)
     assert sampler.random.secure_mode and sampler.random.seed is None
     sampler.close()
+
+
+def test_private_transformers_refuse_a_source(table):
+    from skfairdp.preprocessing import DPOneHotEncoder, DPSimpleImputer, DPStandardScaler
+
+    source = _source(table[1])
+    for transformer in (
+        DPStandardScaler(bounds=(-3, 3), epsilon=1.0),
+        DPOneHotEncoder(categories=[[0, 1]]),
+        DPSimpleImputer(strategy="constant", fill_value=0.0),
+    ):
+        with pytest.raises(TypeError, match=f"{type(transformer).__name__} does not accept"):
+            transformer.fit(source)
