@@ -315,3 +315,8 @@ def test_private_transformers_refuse_a_source(table):
     ):
         with pytest.raises(TypeError, match=f"{type(transformer).__name__} does not accept"):
             transformer.fit(source)
+
+
+def test_verbose_shows_a_progress_bar_over_the_passes(table, capsys):
+    DPSGDClassifier(epsilon=1.0, max_epochs=2, verbose=1, random_state=0).fit(_source(table[1]))
+    assert "sampling pass 1" in capsys.readouterr().err
