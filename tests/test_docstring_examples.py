@@ -24,6 +24,7 @@ PUBLIC_MODULES = (
     "skfairdp.privacy",
     "skfairdp.model_selection",
     "skfairdp.preprocessing",
+    "skfairdp.data",
     "skfairdp.postprocessing",
     "skfairdp.oracle",
     "skfairdp.federated",

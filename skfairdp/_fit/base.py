@@ -16,6 +16,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted
 
+from ..data.source import is_source
 from ..nn import build_module
 from .context import FitContext, NoisePlan
 from .parameters import (
@@ -26,6 +27,7 @@ from .parameters import (
     parameter_constraints,
     store_parameters,
 )
+from .source import check_source_features
 from .template import PrivateDiagnosticsWarning, PrivateFitMixin
 from .validation import check_X, check_y, check_y_numeric, densify
 
@@ -51,8 +53,12 @@ def row_chunks(X, device: torch.device):
     """``(rows, tensor)`` per chunk of ``X``'s rows, densified and on ``device``.
 
     Prediction walks ``X`` in chunks so that a large (or sparse, densified) ``X``
-    never sits whole on the device.
+    never sits whole on the device; a data source is streamed in its own chunks.
     """
+    if is_source(X):
+        for start, chunk in X.iter_features():
+            yield slice(start, start + len(chunk)), torch.from_numpy(chunk).to(device)
+        return
     if not isinstance(X, np.ndarray):
         X = X.tocsr()  # row slices
     for start in range(0, X.shape[0], _PREDICT_CHUNK):
@@ -145,7 +151,7 @@ class PrivateEstimatorBase(PrivateFitMixin, BaseEstimator):
     def _outputs(self, X) -> np.ndarray:
         """The module's outputs on ``X`` (float64, shape (n_samples, n_outputs)), in chunks."""
         check_is_fitted(self, "module_")
-        X = check_X(self, X, reset=False)  # sparse stays sparse: densified chunk by chunk
+        X = self._prediction_input(X)
         device = next(self.module_.parameters()).device
         self.module_.eval()
         chunks = []
@@ -155,6 +161,13 @@ class PrivateEstimatorBase(PrivateFitMixin, BaseEstimator):
         if not chunks:
             return np.empty((0, self._n_outputs()))
         return np.concatenate(chunks)
+
+    def _prediction_input(self, X):
+        """``X`` checked for prediction: sparse stays sparse, a source stays a source."""
+        if is_source(X):
+            check_source_features(self, X)
+            return X
+        return check_X(self, X, reset=False)  # sparse: densified chunk by chunk
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -17,7 +17,9 @@ import numpy as np
 import torch
 from sklearn.base import clone, is_classifier
 
+from ..data.source import is_source
 from ..engine import NoiseConfig, train
+from ..engine.batches import compact_rows
 from ..fairness import encode_sensitive_features
 from ..privacy import (
     EventRecorder,
@@ -34,6 +36,7 @@ from . import budget
 from .context import FitContext, NoisePlan
 from .degenerate import warn_if_degenerate
 from .schedules import AutoSchedule, resolve_clip, resolve_schedule
+from .source import SourceGroups, read_source
 from .threads import torch_threads
 from .validation import check_sample_weight
 
@@ -69,15 +72,18 @@ class PrivateFitMixin:
     """
 
     # -- the one private fit -------------------------------------------------
-    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
+    def fit(self, X, y=None, *, sensitive_features=None, sample_weight=None):
         """Fit the model.
 
         Parameters
         ----------
-        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
-            Features (without the sensitive attribute, usually).
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features), or ParquetSource
+            Features (without the sensitive attribute, usually). A
+            :class:`~skfairdp.data.ParquetSource` is read out of core (``y``,
+            ``sensitive_features`` and ``sample_weight`` then come from its columns
+            and must not be passed; see :doc:`/large_data`).
         y : array-like of shape (n_samples,)
-            Class labels.
+            Class labels (required unless ``X`` is a source).
         sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
             Group membership; several columns form joint groups. Required when the
             estimator's objective or constraints use groups (see the class
@@ -109,7 +115,8 @@ class PrivateFitMixin:
         """
         with torch_threads(self.n_jobs):
             self._fit_template(X, y, sensitive_features, sample_weight)
-            warn_if_degenerate(self, X, y)
+            if not is_source(X):  # a source would cost one more pass over the table
+                warn_if_degenerate(self, X, y)
         return self
 
     def _fit_template(self, X, y, sensitive_features, sample_weight):
@@ -120,7 +127,13 @@ class PrivateFitMixin:
                 "set a finite epsilon or noise_multiplier=None"
             )
         self._check_params()
-        X, y_enc = self._validate_X_y(X, y)
+        source = X if is_source(X) else None
+        if source is None:
+            X, y_enc = self._validate_X_y(X, y)
+        else:  # y, groups and weights from the source's columns, X streamed
+            y_enc, sensitive_features, sample_weight = read_source(
+                self, source, y, sensitive_features, sample_weight
+            )
         sample_weight = check_sample_weight(
             sample_weight,
             X.shape[0],
@@ -141,6 +154,8 @@ class PrivateFitMixin:
         if plan.steps is not None and plan.steps < ctx.planned_steps:
             sampler = CappedSampler(sampler, plan.steps)
             max_epochs = max(1, math.ceil(plan.steps / sampler.steps_per_epoch))
+        if source is not None:  # no sampling pass is prefetched beyond the last epoch
+            ctx.sampler.epochs = max_epochs
 
         with torch.random.fork_rng(devices=[ctx.device] if ctx.device.type == "cuda" else []):
             torch.manual_seed(ctx.random.torch_seed())
@@ -158,11 +173,17 @@ class PrivateFitMixin:
         )
         weights = ctx.sample_weight
         weights = None if weights is None else torch.from_numpy(weights).to(ctx.device)
+        tensors = self._per_row_tensors(ctx)
+        rows = None  # a source's sampler reads each batch's rows
+        if source is None:
+            rows = torch.from_numpy(np.ascontiguousarray(X)).to(ctx.device)
+        else:  # labels and group codes in a byte per row, not eight
+            tensors = compact_rows(tensors)
         self.module_.train()
         result = train(
             self.module_,
-            torch.from_numpy(np.ascontiguousarray(X)).to(ctx.device),
-            tuple(t.to(ctx.device) for t in self._per_row_tensors(ctx)),
+            rows,
+            tuple(t.to(ctx.device) for t in tensors),
             problem,
             sampler=sampler,
             optimizer=optimizer,
@@ -198,11 +219,12 @@ class PrivateFitMixin:
         batch_size, max_epochs = self._training_schedule(n)
         self.batch_size_, self.max_epochs_ = batch_size, max_epochs
         self.max_grad_norm_ = self._clip_norm(n)
-        sampler = (
-            PoissonSampler(n, min(1.0, batch_size / n), random)
-            if private
-            else ShuffledBatches(n, batch_size, random)
-        )
+        if is_source(X):  # out of core: one pass per epoch writes the batches' rows
+            sampler = X.sampler(batch_size, random, private=private, verbose=self.verbose)
+        elif private:
+            sampler = PoissonSampler(n, min(1.0, batch_size / n), random)
+        else:
+            sampler = ShuffledBatches(n, batch_size, random)
         return FitContext(
             X=X,
             y=y_enc,
@@ -253,6 +275,12 @@ class PrivateFitMixin:
                 raise ValueError(required)
             self.group_encoder_ = None
             return np.zeros(n_samples, dtype=np.int64)
+        if isinstance(sensitive_features, SourceGroups):  # encode the combinations, map the rows
+            table = sensitive_features.table
+            codes, self.group_encoder_ = encode_sensitive_features(
+                table, len(table), sensitive_values=self.sensitive_values
+            )
+            return codes[sensitive_features.index]
         codes, self.group_encoder_ = encode_sensitive_features(
             sensitive_features, n_samples, sensitive_values=self.sensitive_values
         )

@@ -23,6 +23,8 @@ from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_y, check_array, validate_data
 
+from ..data.source import reject_source
+
 #: Sparse formats validated as such (others, e.g. dok/lil, are converted to the first).
 SPARSE_FORMATS = ("csr", "csc", "coo")
 
@@ -57,6 +59,7 @@ def check_X(estimator, X, *, reset: bool, ensure_min_samples: int = 1):
     Accepts scipy.sparse input (returned in one of :data:`SPARSE_FORMATS`; NaN and
     inf among the stored values are rejected as for dense input). Errors name ``X``.
     """
+    reject_source(X, type(estimator).__name__)  # the fit template reads one; nothing else
     try:
         return validate_data(
             estimator,

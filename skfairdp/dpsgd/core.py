@@ -75,14 +75,17 @@ class UngroupedFitMixin:
     # never send them here.
     __metadata_request__fit = {"sensitive_features": metadata_routing.UNUSED}
 
-    def fit(self, X, y, *, sample_weight=None):
+    def fit(self, X, y=None, *, sample_weight=None):
         """Fit the model (no group labels: every row is treated alike).
 
         Parameters
         ----------
-        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features), or ParquetSource
+            A :class:`~skfairdp.data.ParquetSource` is read out of core (``y`` and
+            ``sample_weight`` then come from its columns).
         y : array-like of shape (n_samples,)
-            Class labels (real values for a regressor).
+            Class labels (real values for a regressor); required unless ``X`` is a
+            source.
         sample_weight : array-like of shape (n_samples,), default=None
             Public weights in ``[0, max_sample_weight]`` (any non-negative finite
             weights when ``epsilon=inf``), applied after clipping: each row's

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from ..privacy.mechanisms import EventRecorder
 from ..privacy.random import RandomSource
+from .batches import row_batches
 from .per_sample import PerSampleGradients
 from .problem import PrimalDualProblem
 from .step import apply, release
@@ -63,7 +64,7 @@ class TrainingResult:
 
 def train(
     module: torch.nn.Module,
-    X: torch.Tensor,
+    X: torch.Tensor | None,
     batch_tensors: tuple[torch.Tensor, ...],
     problem: PrimalDualProblem,
     *,
@@ -92,14 +93,15 @@ def train(
     ----------
     module : torch.nn.Module
         Model being trained (in place).
-    X : Tensor (n, ...)
-        All training inputs, on the training device.
+    X : Tensor (n, ...) or None
+        All training inputs, on the training device; ``None`` when the sampler
+        reads each batch's rows itself (out of core, :mod:`.batches`).
     batch_tensors : tuple of Tensor
         Per-row tensors (labels, groups, ...) indexed alongside ``X``.
     problem : PrimalDualProblem
         The estimator's objective and dual state.
-    sampler : PoissonSampler or ShuffledBatches
-        Batches of row indices.
+    sampler : PoissonSampler, ShuffledBatches or BucketedSampler
+        Batches of row indices (or of ``(indices, rows)``, see :mod:`.batches`).
     optimizer : torch.optim.Optimizer
         Applied to the privatised gradient.
     noise : NoiseConfig
@@ -139,7 +141,7 @@ def train(
         :func:`~skfairdp.engine.step.release`).
     """
     recorder = _resolve_recorder(recorder, problem)
-    device = X.device
+    device = X.device if X is not None else next(module.parameters()).device
     grads_of = PerSampleGradients(module, per_sample_strategy)
     m = sampler.expected_batch_size
     # only Poisson sampling amplifies privacy; any other sampler is recorded as q = 1
@@ -168,32 +170,33 @@ def train(
             diagnostics: dict[str, list[torch.Tensor]] = {}
             n_seen = 0
             batches = tqdm(
-                sampler.epoch(), total=sampler.steps_per_epoch, disable=verbose < 2, leave=False
+                row_batches(sampler, X, batch_tensors, sample_weight, device),
+                total=sampler.steps_per_epoch,
+                disable=verbose < 2,
+                leave=False,
             )
-            for idx in batches:
-                idx_t = torch.from_numpy(idx).to(device)
-                batch = problem.prepare_batch(*(t.index_select(0, idx_t) for t in batch_tensors))
-                weights = None if sample_weight is None else sample_weight.index_select(0, idx_t)
+            for rows in batches:
+                batch = problem.prepare_batch(*rows.tensors)
                 # a private step's releases share its Poisson batch: one recorded mechanism
                 with recorder.batch(q) if noise.private else contextlib.nullcontext():
                     released = release(
                         module,
                         grads_of,
-                        X.index_select(0, idx_t),
+                        rows.X,
                         batch,
                         problem,
                         noise,
                         random,
                         recorder,
                         m,
-                        weights,
+                        rows.weights,
                     )
                 apply(released, problem, grads_of, optimizer)
                 metrics = released.diagnostics
                 if record_diagnostics:
                     for key, value in metrics.items():
                         diagnostics.setdefault(key, []).append(value)
-                n_seen += len(idx)
+                n_seen += rows.size
                 result.steps += 1
                 if result.steps == snapshot_step:
                     snapshot = copy.deepcopy(module.state_dict())
@@ -213,6 +216,7 @@ def train(
         result.stopped_early = True
     finally:
         grads_of.close()
+        getattr(sampler, "close", lambda: None)()  # an out-of-core sampler's prefetched pass
     for cb in callbacks:
         getattr(cb, "on_train_end", lambda *a, **k: None)(net)
     if iterate == "random" and snapshot is not None:

@@ -9,6 +9,7 @@ import numpy as np
 from sklearn.utils import indexable
 from sklearn.utils.validation import _num_samples
 
+from ..data.source import reject_source
 from ..fairness import encode_sensitive_features
 from ..fairness.routing import routing_hint
 
@@ -22,6 +23,7 @@ def check_search_input(X, y, sensitive_features, fairness: str | None) -> tuple:
     encoder's ``n_groups_`` counts every group, not only those that land in the
     validation part.
     """
+    reject_source(X, "PrivateSearchCV")
     X, y = indexable(X, y)
     y = np.asarray(y)
     n = _num_samples(X)

@@ -16,6 +16,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, column_or_1d
 from .._fit.parameters import COMMON_CONSTRAINTS, store_parameters
 from .._fit.randomized import draw_classes, prediction_random
 from .._fit.validation import check_sample_weight, check_y
+from ..data.source import reject_source
 from ..fairness.groups import encode_sensitive_features
 from ..fairness.routing import routing_hint
 from ..oracle import spawn_oracle
@@ -367,6 +368,7 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def _check_y(self, X, y) -> np.ndarray:
         """``y`` as 0/1 (1: the second of the two sorted classes); sets ``classes_``."""
+        reject_source(X, type(self).__name__)
         y = check_y(self, y, _num_samples(X))
         classes = np.unique(y)
         if len(classes) != 2:

@@ -11,6 +11,7 @@ from sklearn.base import TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..data.source import reject_source
 from ..privacy import noisy_histogram
 from ._step import BUDGET_CONSTRAINTS, PrivateStep
 
@@ -133,6 +134,7 @@ class DPOneHotEncoder(TransformerMixin, PrivateStep):
         -------
         self
         """
+        reject_source(X, type(self).__name__)
         X = validate_data(self, X, dtype=None, ensure_all_finite=False)
         n, d = X.shape
         declared = check_categories(self.categories, d)

@@ -14,6 +14,7 @@ from sklearn.utils._missing import is_scalar_nan
 from sklearn.utils._param_validation import Interval, MissingValues, StrOptions
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
+from ..data.source import reject_source
 from ..privacy import noisy_histogram
 from ._step import BUDGET_CONSTRAINTS, PrivateStep
 from .bounds import parse_bounds
@@ -189,6 +190,7 @@ class DPSimpleImputer(TransformerMixin, PrivateStep):
         self
         """
         self._check_budget()
+        reject_source(X, type(self).__name__)
         X = self._validate(X, reset=True)
         n, d = X.shape
         if self.strategy == "constant":

@@ -9,6 +9,7 @@ import torch
 from sklearn.base import OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..data.source import reject_source
 from ..privacy import noisy_histogram
 from ._step import BUDGET_CONSTRAINTS, PrivateStep
 from .bounds import parse_bounds
@@ -111,6 +112,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, PrivateStep):
         -------
         self
         """
+        reject_source(X, type(self).__name__)
         X = validate_data(self, X, dtype=np.float64)
         n, d = X.shape
         self.lower_, self.upper_ = parse_bounds(

@@ -9,6 +9,28 @@ import numpy as np
 from .random import RandomSource
 
 
+def bernoulli_positions(total: int, q: float, random: RandomSource) -> np.ndarray:
+    """Sorted positions of the successes among ``total`` independent Bernoulli(``q``) trials.
+
+    The gaps between successes are i.i.d. geometric, ``floor(log U / log(1 - q)) + 1``
+    for ``U`` uniform in ``(0, 1]``: the scan draws about ``total * q`` uniforms,
+    not ``total``. ``q`` in ``(0, 1)``.
+    """
+    log1m_q = math.log1p(-q)
+    chunks, position = [], -1
+    while True:
+        expected = (total - 1 - position) * q
+        size = int(expected + 6.0 * math.sqrt(expected) + 16)
+        gaps = np.floor(np.log(random.uniform(size)) / log1m_q).astype(np.int64) + 1
+        positions = position + np.cumsum(gaps)
+        if positions[-1] >= total:
+            chunks.append(positions[positions < total])
+            break
+        chunks.append(positions)
+        position = int(positions[-1])
+    return np.concatenate(chunks)
+
+
 class PoissonSampler:
     """Each row joins each batch independently with probability ``sampling_rate``.
 
@@ -47,26 +69,13 @@ class PoissonSampler:
         """Indices of ``steps`` independent Poisson batches, each sorted.
 
         The ``steps * n`` Bernoulli trials are scanned as one sequence whose
-        successes have geometric gaps, so the cost is proportional to the
-        number of selected rows.
+        successes have geometric gaps (:func:`bernoulli_positions`), so the cost
+        is proportional to the number of selected rows.
         """
         n, q = self.n_samples, self.sampling_rate
         if q >= 1.0:
             return [np.arange(n) for _ in range(steps)]
-        total = n * steps
-        log1m_q = math.log1p(-q)
-        chunks, position = [], -1
-        while True:
-            expected = (total - 1 - position) * q
-            size = int(expected + 6.0 * math.sqrt(expected) + 16)
-            gaps = np.floor(np.log(self.random.uniform(size)) / log1m_q).astype(np.int64) + 1
-            positions = position + np.cumsum(gaps)
-            if positions[-1] >= total:
-                chunks.append(positions[positions < total])
-                break
-            chunks.append(positions)
-            position = int(positions[-1])
-        positions = np.concatenate(chunks)
+        positions = bernoulli_positions(n * steps, q, self.random)
         bounds = np.searchsorted(positions, np.arange(1, steps) * n)
         return [part - i * n for i, part in enumerate(np.split(positions, bounds))]
 
@@ -127,6 +136,10 @@ class CappedSampler:
     @property
     def steps_per_epoch(self) -> int:
         return self.sampler.steps_per_epoch
+
+    def close(self) -> None:
+        """Close the wrapped sampler if it holds resources (an out-of-core sampler)."""
+        getattr(self.sampler, "close", lambda: None)()
 
     def epoch(self):
         """Yield the wrapped sampler's batches of one epoch, until ``max_steps`` in total."""

@@ -23,7 +23,6 @@ from sklearn.utils.validation import check_is_fitted
 from .._fit.base import NON_NEGATIVE, POSITIVE, PrivateClassifierBase, parameter_constraints
 from .._fit.randomized import draw_classes, prediction_random
 from .._fit.schedules import RACO, raco_tolerance_margin
-from .._fit.validation import check_X
 from ..fairness.rates import (
     CONSTRAINT_NAMES,
     compile_rate_constraints,
@@ -351,7 +350,7 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
 
     def _mixture_proba(self, X) -> np.ndarray:
         check_is_fitted(self, "module_")
-        X = check_X(self, X, reset=False)
+        X = self._prediction_input(X)
         return mixture_proba(
             self.module_, self.iterates_, self.iterate_weights_, X, len(self.classes_)
         )
