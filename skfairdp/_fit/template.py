@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from sklearn.base import clone, is_classifier
 
+from ..distributed.fit import data_parallel_fit
 from ..engine import NoiseConfig, train
 from ..fairness import encode_sensitive_features
 from ..privacy import (
@@ -107,12 +108,12 @@ class PrivateFitMixin:
         -> ``dp_event_`` (the recorded event) -> ``privacy_spent_`` and the
         per-epoch epsilons of ``history_``.
         """
-        with torch_threads(self.n_jobs):
-            self._fit_template(X, y, sensitive_features, sample_weight)
+        with torch_threads(self.n_jobs), data_parallel_fit(self) as parallel:
+            self._fit_template(X, y, sensitive_features, sample_weight, parallel)
             warn_if_degenerate(self, X, y)
         return self
 
-    def _fit_template(self, X, y, sensitive_features, sample_weight):
+    def _fit_template(self, X, y, sensitive_features, sample_weight, parallel=None):
         self._validate_params()
         if math.isinf(self.epsilon) and self.noise_multiplier is not None:
             raise ValueError(
@@ -128,7 +129,11 @@ class PrivateFitMixin:
             max_sample_weight=self.max_sample_weight,
         )
         groups = self._encode_groups(sensitive_features, X.shape[0])
-        ctx = self._fit_context(X, y_enc, groups, sample_weight)
+        if parallel is not None:  # data-parallel (skfairdp.distributed): this rank's rows
+            X, y_enc, groups, sample_weight = parallel.take_rows(
+                self, X, y_enc, groups, sample_weight
+            )
+        ctx = self._fit_context(X, y_enc, groups, sample_weight, parallel)
         if not ctx.private:
             ctx.recorder.record(dp_accounting.NonPrivateDpEvent())
         ctx.outside_steps_event = compose(
@@ -147,6 +152,8 @@ class PrivateFitMixin:
             self.module_ = self._build_module(X.shape[1], ctx.n_classes).to(
                 device=ctx.device, dtype=torch.float32
             )
+        if parallel is not None:
+            parallel.share_module(self.module_)
         optimizer = self._build_optimizer(self.module_)
         problem = self._make_problem(ctx, plan)
         noise = (
@@ -190,19 +197,20 @@ class PrivateFitMixin:
         for row, spent in zip(self.history_, per_epoch):
             row["epsilon"] = spent.epsilon
 
-    def _fit_context(self, X, y_enc, groups, sample_weight=None) -> FitContext:
-        n = X.shape[0]
+    def _fit_context(self, X, y_enc, groups, sample_weight=None, parallel=None) -> FitContext:
+        n = X.shape[0] if parallel is None else parallel.n_total
         private = not math.isinf(self.epsilon)
         device = self._device()
         random = RandomSource(self.random_state, secure_mode=self.secure_mode, device=device)
         batch_size, max_epochs = self._training_schedule(n)
         self.batch_size_, self.max_epochs_ = batch_size, max_epochs
         self.max_grad_norm_ = self._clip_norm(n)
-        sampler = (
-            PoissonSampler(n, min(1.0, batch_size / n), random)
-            if private
-            else ShuffledBatches(n, batch_size, random)
-        )
+        if not private:
+            sampler = ShuffledBatches(n, batch_size, random)
+        elif parallel is None:
+            sampler = PoissonSampler(n, min(1.0, batch_size / n), random)
+        else:  # each rank samples its shard at the same rate
+            sampler = parallel.sampler(min(1.0, batch_size / n), random)
         return FitContext(
             X=X,
             y=y_enc,
@@ -217,6 +225,7 @@ class PrivateFitMixin:
             sampler=sampler,
             planned_steps=max_epochs * sampler.steps_per_epoch,
             recorder=EventRecorder(self._recorded_view()),
+            n_total=None if parallel is None else n,
         )
 
     # -- hooks of the fit (defaults) ---------------------------------------

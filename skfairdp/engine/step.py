@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..privacy.collective import local_releases, sum_over_ranks
 from ..privacy.mechanisms import gaussian_sum
 from .clipping import clipped_total
 
@@ -144,10 +145,14 @@ def release(
     statistics.update(released.get("statistics") or {})
     if primal is None:  # empty batch
         primal = torch.zeros(n_params, device=device, dtype=torch.float32)
-    if noise.private and any(problem.private_primal):
-        sensitivity = sensitivity * noise.max_weight
-        primal = gaussian_sum(primal, sensitivity, noise.primal_multiplier, random, recorder)[0]
-    dual = _dual_release(problem, outputs, batch, noise, random, device, recorder, weights)
+    # in a data-parallel fit the gradient and dual sums stay local (rank 0's noised) and
+    # are summed over the ranks in one all-reduce (privacy.collective); else as they are
+    with local_releases():
+        if noise.private and any(problem.private_primal):
+            sensitivity = sensitivity * noise.max_weight
+            primal = gaussian_sum(primal, sensitivity, noise.primal_multiplier, random, recorder)[0]
+        dual = _dual_release(problem, outputs, batch, noise, random, device, recorder, weights)
+    primal, dual = sum_over_ranks(primal, dual)
     return NoisyRelease(
         primal, dual, statistics, _denominator(noise, expected_batch_size, Xb, weights), diagnostics
     )
