@@ -62,7 +62,8 @@ def fitted_state(est) -> dict:
     params = torch.cat([p.detach().reshape(-1) for p in est.module_.parameters()]).numpy()
     return {
         "params": params.copy(),
-        "W": None if getattr(est, "W_", None) is None else np.asarray(est.W_).copy(),
+        # the dual state: DP-FERMI's W, RaCO-DP's lambda
+        "dual": np.asarray(getattr(est, "W_", getattr(est, "lambda_", np.zeros(0)))).copy(),
         "event": repr(est.dp_event_),
         "spent": (est.privacy_spent_.epsilon, est.privacy_spent_.delta),
         "steps": est.n_steps_,
@@ -79,7 +80,9 @@ def fit_cases(rank: int) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for case in CASES:
+            calls = _count_all_reduces()
             out[case] = fitted_state(fit(estimator(case), X, y, s))
+            out[case]["all_reduces"] = calls.pop()
         # each rank passes only its block: the same fit as shard="full"
         lo, hi = (0, 150) if rank == 0 else (150, 300)
         with data_parallel(shard="local"):
@@ -101,6 +104,23 @@ def fit_cases(rank: int) -> dict:
             except ValueError as exc:
                 out[f"error_{name}"] = str(exc)
     return out
+
+
+def _count_all_reduces() -> list:
+    """Count ``torch.distributed.all_reduce`` calls until the list is popped."""
+    import torch.distributed as dist
+
+    original = getattr(dist.all_reduce, "__wrapped__", dist.all_reduce)
+    calls = [0]
+
+    def counted(*args, **kwargs):
+        if calls:
+            calls[0] += 1
+        return original(*args, **kwargs)
+
+    counted.__wrapped__ = original
+    dist.all_reduce = counted
+    return calls
 
 
 def _local_features(rank, X, y, s):

@@ -47,9 +47,8 @@ class DataParallelConfig:
     simulate: int | None = None
 
 
-_CONFIG: ContextVar[DataParallelConfig] = ContextVar(
-    "skfairdp_data_parallel", default=DataParallelConfig()
-)
+_DEFAULT = DataParallelConfig()
+_CONFIG: ContextVar[DataParallelConfig | None] = ContextVar("skfairdp_data_parallel", default=None)
 
 
 @contextlib.contextmanager
@@ -85,9 +84,7 @@ def data_parallel(
         raise ValueError(f"shard must be one of {SHARDS}, got {shard!r}")
     if simulate is not None and (isinstance(simulate, bool) or int(simulate) < 1):
         raise ValueError(f"simulate must be a number of shards >= 1, got {simulate!r}")
-    config = DataParallelConfig(
-        enabled, shard, group, None if simulate is None else int(simulate)
-    )
+    config = DataParallelConfig(enabled, shard, group, None if simulate is None else int(simulate))
     token = _CONFIG.set(config)
     try:
         yield config
@@ -97,7 +94,8 @@ def data_parallel(
 
 def configured() -> DataParallelConfig:
     """The configuration in force (the default: automatic, ``shard="full"``)."""
-    return _CONFIG.get()
+    config = _CONFIG.get()
+    return _DEFAULT if config is None else config
 
 
 def initialised_world_size(group=None) -> int:
