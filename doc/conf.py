@@ -185,6 +185,7 @@ USER_GUIDE = [
     "cgoo",
     "global_scaling",
     "federated",
+    "distributed",
     "model_selection",
     "preprocessing",
     "postprocessing",

@@ -110,6 +110,7 @@ ALL_REDUCES = {
     "dpsgd": (1, 0),
     "raco": (2, 0),
     "global_scaling": (2, 0),
+    "dpsgdf": (2, 0),
 }
 
 
@@ -152,6 +153,16 @@ def test_a_data_parallel_fit_needs_a_finite_epsilon():
     X, y, s = two_ranks.make_data()
     with data_parallel(simulate=2), pytest.raises(ValueError, match="finite epsilon"):
         two_ranks.estimator("fermi", epsilon=math.inf).fit(X, y, sensitive_features=s)
+
+
+def test_an_estimator_whose_step_couples_the_batch_refuses_data_parallel():
+    from skfairdp import FairLensClassifier
+
+    X, y, s = two_ranks.make_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its unbounded sensitivity
+        with data_parallel(simulate=2), pytest.raises(ValueError, match="whole batch"):
+            FairLensClassifier(epsilon=1.0).fit(X, y, sensitive_features=s)
 
 
 def test_data_parallel_checks_its_arguments():

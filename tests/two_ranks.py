@@ -13,7 +13,7 @@ import traceback
 import numpy as np
 import torch
 
-CASES = ("fermi", "fermi_sensitive", "dpsgd", "raco", "global_scaling", "fermi_random")
+CASES = ("fermi", "fermi_sensitive", "dpsgd", "raco", "global_scaling", "dpsgdf", "fermi_random")
 
 
 def make_data(n=300, seed=0):
@@ -29,6 +29,7 @@ def estimator(case: str, **extra):
     from skfairdp import (
         DPFermiClassifier,
         DPSGDClassifier,
+        DPSGDFClassifier,
         GlobalScalingDPClassifier,
         RaCODPClassifier,
     )
@@ -48,6 +49,8 @@ def estimator(case: str, **extra):
         return RaCODPClassifier(**common)
     if case == "global_scaling":
         return GlobalScalingDPClassifier(**common)
+    if case == "dpsgdf":
+        return DPSGDFClassifier(**common)
     raise ValueError(case)
 
 

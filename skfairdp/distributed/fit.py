@@ -90,6 +90,12 @@ class DataParallelFit:
                 "noise, in one process): fit outside skfairdp.distributed.data_parallel, "
                 "or with data_parallel(False)"
             )
+        if not getattr(estimator, "_data_parallel", True):
+            raise ValueError(
+                f"{type(estimator).__name__} cannot fit data-parallel: each step uses "
+                "statistics of the whole batch that no rank holds; fit it in one process "
+                "(skfairdp.distributed.data_parallel(False))"
+            )
         n = X.shape[0]
         self._check_agreement(estimator, X, y, groups, sample_weight)
         if self.shard == "local":
