@@ -9,6 +9,7 @@ shards with the ranks' streams), be the same model up to float reassociation.
 
 from __future__ import annotations
 
+import functools
 import math
 import pickle
 import time
@@ -53,6 +54,7 @@ def ranks(tmp_path_factory):
     return results
 
 
+@functools.cache
 def _one_process(case: str, **config) -> dict:
     X, y, s = two_ranks.make_data()
     with warnings.catch_warnings():
@@ -111,6 +113,8 @@ ALL_REDUCES = {
     "raco": (2, 0),
     "global_scaling": (2, 0),
     "dpsgdf": (2, 0),
+    "fermi_tiny": (1, 2),
+    "raco_tiny": (2, 0),
 }
 
 
