@@ -112,6 +112,7 @@ API_SECTIONS = [
     ("skfairdp.postprocessing", "Private post-processing", None),
     ("skfairdp.oracle", "Oracle contract of meta-estimators", None),
     ("skfairdp.federated", "Federated learning across silos", None),
+    ("skfairdp.distributed", "Data-parallel training on torch.distributed", None),
     ("skfairdp.datasets", "Bundled datasets", None),
     ("skfairdp.diagnostics", "Disparate-impact diagnostics", None),
     ("skfairdp.audit", "Empirical privacy auditing", None),
