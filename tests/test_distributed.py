@@ -115,6 +115,7 @@ ALL_REDUCES = {
     "dpsgdf": (2, 0),
     "fermi_tiny": (1, 2),
     "raco_tiny": (2, 0),
+    "fermi_weighted": (1, 2),
 }
 
 

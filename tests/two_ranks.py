@@ -24,6 +24,8 @@ CASES = (
     # about one row per rank and step: a rank's batch is often empty while the other's is not
     "fermi_tiny",
     "raco_tiny",
+    # sample weights: each rank keeps its block of them too
+    "fermi_weighted",
 )
 
 
@@ -70,6 +72,8 @@ def _make(case: str, **extra):
         )
     if case == "raco_tiny":
         return RaCODPClassifier(**{**common, "batch_size": 2, "max_epochs": 1})
+    if case == "fermi_weighted":
+        return DPFermiClassifier(max_sample_weight=2.0, **common)
     if case == "fermi_random":
         return DPFermiClassifier(iterate="random", **common)
     if case == "dpsgd":
@@ -90,10 +94,14 @@ def _fast_accounting(est):
 
 
 def fit(est, X, y, s):
-    """``est.fit`` with ``sensitive_features`` where the estimator takes them."""
+    """``est.fit`` with ``sensitive_features`` where the estimator takes them, and weights
+    in [1, 2] where it bounds them."""
+    weights = {}
+    if est.get_params().get("max_sample_weight") == 2.0:
+        weights["sample_weight"] = 1.0 + (np.arange(len(y)) % 3) / 2.0
     if type(est).__name__ in ("DPSGDClassifier", "GlobalScalingDPClassifier"):
-        return est.fit(X, y)
-    return est.fit(X, y, sensitive_features=s)
+        return est.fit(X, y, **weights)
+    return est.fit(X, y, sensitive_features=s, **weights)
 
 
 def fitted_state(est) -> dict:
