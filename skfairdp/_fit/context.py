@@ -59,6 +59,10 @@ class FitContext:
     released : dict
         The estimator's own values from ``_upfront_releases`` (e.g. DP-FERMI's
         released group priors), for its later hooks.
+    n_total : int or None
+        Rows of all ranks in a data-parallel fit (:mod:`skfairdp.distributed`), where
+        ``X``, ``y``, ``groups`` and ``sample_weight`` hold this rank's rows only;
+        None in one process.
     """
 
     X: np.ndarray
@@ -76,10 +80,12 @@ class FitContext:
     recorder: EventRecorder
     outside_steps_event: dp_accounting.DpEvent = field(default_factory=dp_accounting.NoOpDpEvent)
     released: dict = field(default_factory=dict)
+    n_total: int | None = None
 
     @property
     def n_samples(self) -> int:
-        return self.X.shape[0]
+        """Rows of the fit (of all ranks in a data-parallel fit)."""
+        return self.X.shape[0] if self.n_total is None else self.n_total
 
     @property
     def sampling_rate(self) -> float:

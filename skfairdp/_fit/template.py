@@ -18,6 +18,7 @@ import torch
 from sklearn.base import clone, is_classifier
 
 from ..data.source import is_source
+from ..distributed.fit import data_parallel_fit
 from ..engine import NoiseConfig, train
 from ..engine.batches import compact_rows
 from ..fairness import encode_sensitive_features
@@ -113,13 +114,13 @@ class PrivateFitMixin:
         -> ``dp_event_`` (the recorded event) -> ``privacy_spent_`` and the
         per-epoch epsilons of ``history_``.
         """
-        with torch_threads(self.n_jobs):
-            self._fit_template(X, y, sensitive_features, sample_weight)
+        with torch_threads(self.n_jobs), data_parallel_fit(self) as parallel:
+            self._fit_template(X, y, sensitive_features, sample_weight, parallel)
             if not is_source(X):  # a source would cost one more pass over the table
                 warn_if_degenerate(self, X, y)
         return self
 
-    def _fit_template(self, X, y, sensitive_features, sample_weight):
+    def _fit_template(self, X, y, sensitive_features, sample_weight, parallel=None):
         self._validate_params()
         if math.isinf(self.epsilon) and self.noise_multiplier is not None:
             raise ValueError(
@@ -128,6 +129,13 @@ class PrivateFitMixin:
             )
         self._check_params()
         source = X if is_source(X) else None
+        if source is not None and parallel is not None:
+            raise ValueError(
+                "X: a ParquetSource in a data-parallel fit (torch.distributed) is not supported "
+                "yet; give each rank its rows in memory (with "
+                "skfairdp.distributed.data_parallel(shard='local')), or fit in one process "
+                "(with skfairdp.distributed.data_parallel(False))"
+            )
         if source is None:
             X, y_enc = self._validate_X_y(X, y)
         else:  # y, groups and weights from the source's columns, X streamed
@@ -141,7 +149,11 @@ class PrivateFitMixin:
             max_sample_weight=self.max_sample_weight,
         )
         groups = self._encode_groups(sensitive_features, X.shape[0])
-        ctx = self._fit_context(X, y_enc, groups, sample_weight)
+        if parallel is not None:  # data-parallel (skfairdp.distributed): this rank's rows
+            X, y_enc, groups, sample_weight = parallel.take_rows(
+                self, X, y_enc, groups, sample_weight
+            )
+        ctx = self._fit_context(X, y_enc, groups, sample_weight, parallel)
         if not ctx.private:
             ctx.recorder.record(dp_accounting.NonPrivateDpEvent())
         ctx.outside_steps_event = compose(
@@ -162,6 +174,8 @@ class PrivateFitMixin:
             self.module_ = self._build_module(X.shape[1], ctx.n_classes).to(
                 device=ctx.device, dtype=torch.float32
             )
+        if parallel is not None:
+            parallel.share_module(self.module_)
         optimizer = self._build_optimizer(self.module_)
         problem = self._make_problem(ctx, plan)
         noise = (
@@ -211,8 +225,8 @@ class PrivateFitMixin:
         for row, spent in zip(self.history_, per_epoch):
             row["epsilon"] = spent.epsilon
 
-    def _fit_context(self, X, y_enc, groups, sample_weight=None) -> FitContext:
-        n = X.shape[0]
+    def _fit_context(self, X, y_enc, groups, sample_weight=None, parallel=None) -> FitContext:
+        n = X.shape[0] if parallel is None else parallel.n_total
         private = not math.isinf(self.epsilon)
         device = self._device()
         random = RandomSource(self.random_state, secure_mode=self.secure_mode, device=device)
@@ -221,10 +235,12 @@ class PrivateFitMixin:
         self.max_grad_norm_ = self._clip_norm(n)
         if is_source(X):  # out of core: one pass per epoch writes the batches' rows
             sampler = X.sampler(batch_size, random, private=private, verbose=self.verbose)
-        elif private:
-            sampler = PoissonSampler(n, min(1.0, batch_size / n), random)
-        else:
+        elif not private:
             sampler = ShuffledBatches(n, batch_size, random)
+        elif parallel is None:
+            sampler = PoissonSampler(n, min(1.0, batch_size / n), random)
+        else:  # each rank samples its shard at the same rate
+            sampler = parallel.sampler(min(1.0, batch_size / n), random)
         return FitContext(
             X=X,
             y=y_enc,
@@ -239,6 +255,7 @@ class PrivateFitMixin:
             sampler=sampler,
             planned_steps=max_epochs * sampler.steps_per_epoch,
             recorder=EventRecorder(self._recorded_view()),
+            n_total=None if parallel is None else n,
         )
 
     # -- hooks of the fit (defaults) ---------------------------------------

@@ -153,6 +153,8 @@ class FairLensClassifier(NoisySGDClassifierBase):
     (5,)
     """
 
+    # its regularisers compare the groups of the whole batch: not split over ranks
+    _data_parallel = False
     _parameter_constraints = parameter_constraints(
         "activation",
         "sensitive_values",

@@ -17,6 +17,7 @@ import torch
 from skorch.history import History
 from tqdm.auto import tqdm
 
+from ..privacy.collective import from_first_rank
 from ..privacy.mechanisms import EventRecorder
 from ..privacy.random import RandomSource
 from .batches import row_batches
@@ -148,7 +149,9 @@ def train(
     q = sampler.sampling_rate if getattr(sampler, "poisson", False) else 1.0
     total_steps = max_epochs * sampler.steps_per_epoch
     snapshot_step = (
-        int(np.ceil(random.uniform(1)[0] * total_steps)) if iterate == "random" else None
+        int(np.ceil(from_first_rank(random.uniform(1)[0]) * total_steps))
+        if iterate == "random"
+        else None
     )
     snapshot = None
     result = TrainingResult(recorder=recorder)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..privacy.collective import local_releases, sum_over_ranks
 from ..privacy.mechanisms import gaussian_sum
 from .clipping import clipped_total
 
@@ -144,10 +145,14 @@ def release(
     statistics.update(released.get("statistics") or {})
     if primal is None:  # empty batch
         primal = torch.zeros(n_params, device=device, dtype=torch.float32)
+    # in a data-parallel fit the gradient and dual sums stay local (rank 0's noised) until
+    # one all-reduce sums them over the ranks (privacy.collective); else nothing changes
     if noise.private and any(problem.private_primal):
         sensitivity = sensitivity * noise.max_weight
-        primal = gaussian_sum(primal, sensitivity, noise.primal_multiplier, random, recorder)[0]
+        with local_releases():
+            primal = gaussian_sum(primal, sensitivity, noise.primal_multiplier, random, recorder)[0]
     dual = _dual_release(problem, outputs, batch, noise, random, device, recorder, weights)
+    primal, dual = sum_over_ranks(primal, dual)
     return NoisyRelease(
         primal, dual, statistics, _denominator(noise, expected_batch_size, Xb, weights), diagnostics
     )
@@ -210,7 +215,8 @@ def _dual_release(problem, outputs, batch, noise, random, device, recorder, weig
         clip = problem.dual_clip
         part = clipped_total(private_rows, clip, weights)
         sensitivity = clip * noise.max_weight
-        part = gaussian_sum(part, sensitivity, noise.dual_multiplier, random, recorder)[0]
+        with local_releases():  # summed over the ranks with the gradient by release()
+            part = gaussian_sum(part, sensitivity, noise.dual_multiplier, random, recorder)[0]
     else:
         part = plain_sum(private_rows, len(batch[0]), device, weights)
     return part if public is None else public + part

@@ -29,6 +29,7 @@ from .._fit.budget import reserved_noise_multiplier
 from ..fairness.groups import _format_label
 from ..fairness.inputs import MAX_LISTED
 from ..privacy import gaussian_release_event, noisy_histogram
+from ..privacy.collective import sum_over_ranks
 from .problem import GROUP_PRIOR_BUDGET_SHARE
 
 __all__ = [
@@ -219,6 +220,7 @@ def group_frequencies(
         return _histogram(ctx, cells, n_cells, moves_two, statistics_multiplier)
 
     exact_labels = np.bincount(y_enc, ctx.sample_weight, minlength=n_classes).astype(float)
+    (exact_labels,) = sum_over_ranks(exact_labels)  # public; all ranks' rows when data-parallel
     if public is not None:
         if not conditional:
             return public, None

@@ -16,6 +16,9 @@ outputs on two neighbouring datasets (replace one). The noise is
 sensitivity`` (Laplace scale, L1); the event is ``GaussianDpEvent(noise_multiplier)``
 or ``LaplaceDpEvent(laplace_scale)``.
 
+In a data-parallel fit (:mod:`skfairdp.privacy.collective`) each mechanism sums the
+ranks' exact local values with one all-reduce, the noise drawn once, on rank 0.
+
 Releases computed on the same Poisson batch are one mechanism: the engine opens
 :meth:`EventRecorder.batch` around each step, and the releases recorded inside
 are combined by :func:`~skfairdp.privacy.events.batch_event` into one
@@ -31,6 +34,7 @@ import dp_accounting
 import numpy as np
 import torch
 
+from .collective import adds_noise, finish_release
 from .events import SAME_BATCH, batch_event
 from .random import RandomSource
 
@@ -226,11 +230,15 @@ def gaussian_sum(
     """
     z = _check_multiplier("noise_multiplier", noise_multiplier)
     std = z * _check_sensitivity(sensitivity)
-    noise = random.normal(tuple(total.shape), std, dtype=total.dtype)
     event = _gaussian_event(z)
+    if not adds_noise():  # a data-parallel fit's rank > 0: its exact sum joins rank 0's noisy one
+        if recorder is not None:
+            recorder.record(event)
+        return finish_release(total.clone()), event
+    noise = random.normal(tuple(total.shape), std, dtype=total.dtype)
     if recorder is not None:
         recorder.record(event)
-    return total + noise.to(total.device), event
+    return finish_release(total + noise.to(total.device)), event
 
 
 def noisy_count(
@@ -329,8 +337,12 @@ def noisy_histogram(
         return gaussian_sum(counts, sensitivity, noise_multiplier, random, recorder)
     b = _check_multiplier("laplace_scale", laplace_scale)
     scale = b * _check_sensitivity(sensitivity)
-    noise = laplace_noise(random, tuple(counts.shape), scale, counts.device, counts.dtype)
     event = dp_accounting.LaplaceDpEvent(b) if b > 0 else dp_accounting.NonPrivateDpEvent()
+    if not adds_noise():
+        if recorder is not None:
+            recorder.record(event)
+        return finish_release(counts.clone()), event
+    noise = laplace_noise(random, tuple(counts.shape), scale, counts.device, counts.dtype)
     if recorder is not None:
         recorder.record(event)
-    return counts + noise, event
+    return finish_release(counts + noise), event
