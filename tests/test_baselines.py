@@ -163,6 +163,7 @@ def test_fairlens_r1_attribution_sums_to_the_batch_gradient():
     torch.testing.assert_close(extra.sum(0) / B, 0.9 * expected)
 
 
+@pytest.mark.filterwarnings("ignore::skfairdp._fit.degenerate.DegenerateModelWarning")  # tiny data
 def test_fairlens_warns_and_validates():
     X, y, s = make_biased_data(n=120, seed=2)
     est = FairLensClassifier(epsilon=3.0, hidden_layer_sizes=(3,), max_epochs=1, batch_size=40)

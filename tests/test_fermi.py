@@ -275,6 +275,7 @@ def _small_cell_data():
     return X, y, s
 
 
+@pytest.mark.filterwarnings("ignore:1 group\\(s\\) have an estimated fraction")  # on purpose
 def test_auto_rho_floors_at_the_noise_not_at_a_bound_under_auto_dual():
     """rho="auto": no clamp of a small group W's best response does not need (lr_dual="auto").
 

@@ -371,6 +371,7 @@ def test_the_added_noise_has_the_recorded_scale():
         assert abs(noise.mean()) < 4.9 * std / np.sqrt(noise.size)
 
 
+@pytest.mark.filterwarnings("ignore::skfairdp.privacy.UnaccountedStepWarning")  # asserted inf
 def test_spent_composes_frames_with_fits():
     y, p, s = _data(n=500)
     a = PrivateMetricFrame(metrics="selection_rate", y_true=y, y_pred=p, sensitive_features=s,

@@ -530,6 +530,7 @@ def test_pipeline_and_grid_search_route_sensitive_features(small_data):
             Pipeline([("clf", clone(est))]).fit(X, y)
 
 
+@pytest.mark.filterwarnings("ignore::skfairdp._fit.degenerate.DegenerateModelWarning")  # tiny data
 def test_constraint_objects_and_names_in_fitted_attributes(small_data):
     X, y, s = small_data
     fpr = RateConstraint([(Cells(groups=[1], labels=[0]), {1: 1.0})], 0.2, name="FPR s=1")
@@ -595,6 +596,7 @@ def _laplace_rate(a):
     return a * s + math.log1p(-s * s)
 
 
+@pytest.mark.filterwarnings("ignore::skfairdp._fit.degenerate.DegenerateModelWarning")  # tiny data
 def test_laplace_noise_distribution_and_secure_mode(small_data):
     """laplace_noise draws iid Laplace(0, b), seeded or from the CSPRNG (unseeded).
 
