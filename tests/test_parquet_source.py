@@ -320,3 +320,11 @@ def test_private_transformers_refuse_a_source(table):
 def test_verbose_shows_a_progress_bar_over_the_passes(table, capsys):
     DPSGDClassifier(epsilon=1.0, max_epochs=2, verbose=1, random_state=0).fit(_source(table[1]))
     assert "sampling pass 1" in capsys.readouterr().err
+
+
+def test_a_data_parallel_fit_refuses_a_source(table):
+    from skfairdp.distributed import data_parallel
+
+    source = _source(table[1])
+    with data_parallel(simulate=2), pytest.raises(ValueError, match="ParquetSource in a data-par"):
+        DPFermiClassifier(epsilon=1.0, max_epochs=1, random_state=0).fit(source)

@@ -124,7 +124,8 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
     local_steps : int, default=3
         Noisy steps each silo takes per round, each on its own Poisson batch: the
         silo steps its own copy of theta and W between them (with the server's step
-        sizes) and replies the sums of its noisy mean gradients; the server's step
+        sizes; plain SGD on theta whatever ``optimizer`` is, which only the server's
+        step uses) and replies the sums of its noisy mean gradients; the server's step
         then averages the silos' local iterates. Every step is accounted (each
         silo's budget is ``rounds * local_steps`` Poisson-sampled Gaussian steps).
         1 is Algorithm 1 of the paper (one gradient per round, the setting of its
