@@ -309,6 +309,22 @@ CGOO_STATISTICS_SHARE_PER_ATOM, CGOO_STATISTICS_SHARE_RANGE = 0.05, (0.15, 0.35)
 #: gradient noise (Adult, women at 5 %, eps=1, 5 seeds: error 0.2015 at DP 0.016
 #: with 1.5, 0.2033 at 0.030 with 2.0, 0.212 at 0.019 (2 seeds) without a cap)
 CGOO_ORACLE_WEIGHT_CAP = 1.5
+#: Which private oracle calls get the capped task (issue 34): "always", "alternate"
+#: (the odd calls) or "adaptive" (:func:`cgoo_capped_task`)
+CGOO_ORACLE_CAP_RULE = "adaptive"
+
+
+def cgoo_capped_task(call: int, weight_capped: float, weight_plain: float) -> bool:
+    """Whether a private fit's oracle call ``call`` (from 0) gets the capped task.
+
+    ``weight_capped`` / ``weight_plain``: the restricted master's current weight on
+    the atoms of the capped / the exact tasks (released statistics only).
+    """
+    if CGOO_ORACLE_CAP_RULE == "always":
+        return True
+    if CGOO_ORACLE_CAP_RULE == "alternate" or call < 2:
+        return call % 2 == 1
+    return weight_capped > weight_plain
 
 
 def cgoo_oracle_params(n_samples: int) -> dict:
