@@ -125,7 +125,9 @@ class CellPositives(WeightedCells):
         """Relabelled targets and the rows' weights times :func:`~.frank_wolfe.oracle_task`'s.
 
         With the released cell ``frequencies`` the task's weights are capped at
-        :data:`~skfairdp._fit.schedules.CGOO_ORACLE_WEIGHT_CAP` times their mean.
+        :data:`~skfairdp._fit.schedules.CGOO_ORACLE_WEIGHT_CAP` times their mean
+        (which private oracle calls get them:
+        :func:`~skfairdp._fit.schedules.cgoo_capped_task`).
         """
         targets, weights = oracle_task(direction, self.cells, frequencies, CGOO_ORACLE_WEIGHT_CAP)
         return targets, weights * self.weights

@@ -24,6 +24,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
 from sklearn.utils._tags import RegressorTags
 
+from .._fit import schedules
 from .._fit.degenerate import DegenerateModelWarning
 from .._fit.parameters import store_parameters
 from .._fit.schedules import cgoo_noise_margins
@@ -423,6 +424,7 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
         self._noise_std = [0.0] * len(atoms)
         running = alpha @ np.vstack(stats) if stats else np.zeros(statistics.n_cells)
         stalled, n_stalls = False, 0
+        kinds = [None] * len(atoms)  # per atom: None (free), True / False (capped task or not)
         for t in range(T):
             if self.fully_corrective and atoms:
                 alpha, gradient = restricted_master(
@@ -446,9 +448,15 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
             if free is not None:
                 atom, J = atoms[free], stats[free]  # a free atom: its statistics are known
             else:
-                # a private oracle's task weights are capped (its noise is fixed by the
-                # weight bound); an exact oracle gets the exact task
-                targets, weights = statistics.task(gradient, q if private else None)
+                # a private oracle's task weights may be capped (its noise is fixed by
+                # the weight bound; cgoo_capped_task); an exact oracle gets the exact task
+                kind = np.array([-1 if k is None else int(k) for k in kinds])
+                capped = private and schedules.cgoo_capped_task(
+                    int((kind >= 0).sum()),
+                    float(np.asarray(alpha, dtype=float)[kind == 1].sum()),
+                    float(np.asarray(alpha, dtype=float)[kind == 0].sum()),
+                )
+                targets, weights = statistics.task(gradient, q if capped else None)
                 atom = self._fit_oracle(
                     template, X, targets, weights, noise, delta, random, recorder
                 )
@@ -460,6 +468,7 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
             stalled = float(gradient @ (J - running)) >= 0.0
             atoms.append(atom)
             stats.append(J)
+            kinds.append(None if free is not None else bool(capped))
             self._noise_std.append(0.0 if free is not None else atom_std)
             gamma = step_size(t, self.step)
             alpha = np.append((1.0 - gamma) * alpha, gamma)

@@ -147,7 +147,11 @@ def oracle_task(
     5 %, 0.61 at 33 %). Capping the few heaviest rows keeps the relabelling (what
     moves a group's rate) and the other rows' weights; the column generation
     prices each returned atom on its released statistics, so a distorted task
-    costs atoms, never correctness. The cap reads only released values. It is
+    costs atoms, never correctness. The cap reads only released values. A
+    private fit gives the capped task to the calls
+    :func:`~skfairdp._fit.schedules.cgoo_capped_task` names (issue 34: capped on
+    every call, a table whose small group the oracle can only move with its full
+    weight, Ecdat HI, kept two thirds of the mixture on the constants). It is
     for private oracles only: an exact oracle (``epsilon=inf``) solves the exact
     task, and the capped one can stall column generation there (equalized odds
     on 3,000 rows with LogisticRegression: error 0.287 against ExpGrad's 0.242).
