@@ -22,9 +22,11 @@ Settings (the three issue-24 changes, each alone and together):
   adaptive rule; ``old``, ``cap`` etc. cap on every call.
 
 Tables (raw columns from ``zoo_data/``): ``hi`` (Ecdat HI, white/black, label whi,
-group black), ``hmda`` (AER HMDA, label deny == "no", group afam; every setting predicts the majority class there), ``college`` (AER CollegeDistance, label
-education >= 14 years, group ethnicity == "afam", 4,739 rows), the
-Adult 5 % women draw of ``minority_share.py``, and bundled datasets by name.
+group black), ``hmda`` (AER HMDA, label deny == "no", group afam; every setting predicts
+the majority class there), ``college`` (AER CollegeDistance, label education >= 14
+years, group ethnicity == "afam", 4,739 rows; the zoo's ``college-distance`` labels
+education > 12 with three groups), the Adult 5 % women draw of ``minority_share.py``,
+and bundled datasets by name.
 
 Example::
 
