@@ -122,8 +122,10 @@ def test_dp_violation_falls_as_fairness_weight_grows(epsilon):
     # what is optimised, ERMI of the soft predictions, falls too ...
     assert all(b <= a + 0.005 for a, b in zip(soft_ermi, soft_ermi[1:])), soft_ermi
     assert soft_ermi[2] < 0.5 * soft_ermi[0], soft_ermi
-    # ... without collapsing to a constant predictor (base rate ~0.5)
-    assert min(accuracy) > 0.65, accuracy
+    # ... without collapsing to a constant predictor (base rate ~0.5). At epsilon = 5,
+    # lambda = 10 the balanced penalty clip (issue 34) buys DP 0.013 at accuracy 0.64
+    # (the former joint clip: 0.051 at 0.745), hence 0.6, not 0.65
+    assert min(accuracy) > 0.6, accuracy
 
 
 # ---------------------------------------------------------------------------
