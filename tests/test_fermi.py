@@ -787,7 +787,11 @@ def test_violation_keeps_falling_over_the_documented_lambda_range(params):
     viol = _violation_curve(lambdas, **params)
     assert all(b <= a + 0.03 for a, b in zip(viol, viol[1:])), viol
     documented = [v for lam, v in zip(lambdas, viol) if lam in (16.0, 64.0)]
-    assert max(documented) < 0.08, viol
+    # record unit: penalty_clip="balanced" (issue 34) keeps a fifth of C for the loss, so the
+    # violation falls more slowly here (lambda = 16 / 64 / 256: 0.178 / 0.106 / 0.084; the
+    # former joint clip was below 0.08 at 16): 0.2, not 0.08, under "record"
+    bound = 0.2 if params.get("privacy_unit") == "record" else 0.08
+    assert max(documented) < bound, viol
     assert viol[-1] < 0.1, viol
     if lambdas[0] == 0.0:
         assert viol[0] > 0.35, viol  # unfair without the penalty

@@ -127,7 +127,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         fits with ``lambda > 0``; otherwise ignored). ``"joint"``: ``loss_i + lambda
         psi_i`` clipped as one at ``max_grad_norm`` (the paper's, and the former default).
         ``"split"``: the loss gradient clipped at ``4 / (lambda + 4)`` of ``C`` and the
-        penalty gradient at ``lambda / (lambda + 4)`` of it. ``"balanced"``: as
+        penalty gradient at ``min(0.8, lambda / (lambda + 4))`` of it. ``"balanced"``: as
         ``"split"``, with each row's penalty clip also scaled by its group's
         ``1 / p_S(s)`` (relative to the smallest group's), so that the clip caps every
         group's penalty alike. Each is one release of sensitivity ``C`` per step: same
