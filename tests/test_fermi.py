@@ -122,8 +122,10 @@ def test_dp_violation_falls_as_fairness_weight_grows(epsilon):
     # what is optimised, ERMI of the soft predictions, falls too ...
     assert all(b <= a + 0.005 for a, b in zip(soft_ermi, soft_ermi[1:])), soft_ermi
     assert soft_ermi[2] < 0.5 * soft_ermi[0], soft_ermi
-    # ... without collapsing to a constant predictor (base rate ~0.5)
-    assert min(accuracy) > 0.65, accuracy
+    # ... without collapsing to a constant predictor (base rate ~0.5). At epsilon = 5,
+    # lambda = 10 the balanced penalty clip (issue 34) buys DP 0.013 at accuracy 0.64
+    # (the former joint clip: 0.051 at 0.745), hence 0.6, not 0.65
+    assert min(accuracy) > 0.6, accuracy
 
 
 # ---------------------------------------------------------------------------
@@ -785,7 +787,11 @@ def test_violation_keeps_falling_over_the_documented_lambda_range(params):
     viol = _violation_curve(lambdas, **params)
     assert all(b <= a + 0.03 for a, b in zip(viol, viol[1:])), viol
     documented = [v for lam, v in zip(lambdas, viol) if lam in (16.0, 64.0)]
-    assert max(documented) < 0.08, viol
+    # record unit: penalty_clip="balanced" (issue 34) keeps a fifth of C for the loss, so the
+    # violation falls more slowly here (lambda = 16 / 64 / 256: 0.178 / 0.106 / 0.084; the
+    # former joint clip was below 0.08 at 16): 0.2, not 0.08, under "record"
+    bound = 0.2 if params.get("privacy_unit") == "record" else 0.08
+    assert max(documented) < bound, viol
     assert viol[-1] < 0.1, viol
     if lambdas[0] == 0.0:
         assert viol[0] > 0.35, viol  # unfair without the penalty

@@ -31,6 +31,7 @@ from .problem import (
     DUAL_NOISE_RATIO,
     FAIRNESS_NOTIONS,
     GROUP_PRIOR_BUDGET_SHARE,
+    PENALTY_CLIPS,
     ErmiProblem,
     auto_dual_rate,
     objective_scales,
@@ -121,6 +122,17 @@ class DPFermiClassifier(PrivateClassifierBase):
         batch objective is a concave quadratic in W with Hessian
         ``-2 lambda diag(p(Yhat))``, so the ascent is stable only while
         ``lr_dual * 2 * lambda * max_j p(Yhat=j) < 2``.
+    penalty_clip : {"balanced", "split", "joint"}, default="balanced"
+        How a row's theta-gradient is clipped under ``privacy_unit="record"`` (private
+        fits with ``lambda > 0``; otherwise ignored). ``"joint"``: ``loss_i + lambda
+        psi_i`` clipped as one at ``max_grad_norm`` (the paper's, and the former default).
+        ``"split"``: the loss gradient clipped at ``4 / (lambda + 4)`` of ``C`` and the
+        penalty gradient at ``min(0.8, lambda / (lambda + 4))`` of it. ``"balanced"``: as
+        ``"split"``, with each row's penalty clip also scaled by its group's
+        ``1 / p_S(s)`` (relative to the smallest group's), so that the clip caps every
+        group's penalty alike. Each is one release of sensitivity ``C`` per step: same
+        noise, same ``privacy_spent_``. See :doc:`/dpfermi` ("A large lambda on a small
+        group").
     dual_rates : {"hard", "soft"}, default="hard"
         What W's ascent sees: the one-hot hard predictions (the rates users are
         judged on; the model's step stays on probabilities) or the paper's soft
@@ -244,6 +256,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             "group_priors": [None, "array-like", dict],
             "lr_dual": [StrOptions({"auto"}), POSITIVE],
             "dual_rates": [StrOptions({"hard", "soft"})],
+            "penalty_clip": [StrOptions(set(PENALTY_CLIPS))],
         },
         also_accept={
             "batch_size": [StrOptions({"auto"})],
@@ -257,7 +270,8 @@ class DPFermiClassifier(PrivateClassifierBase):
     def __init__(
         self, fairness="demographic_parity", fairness_weight=1.0, *, epsilon=1.0, delta="auto",
         max_grad_norm="auto", max_sample_weight=1.0, noise_multiplier=None, dual_bound="auto",
-        rho="auto", group_priors=None, lr_dual="auto", dual_rates="hard", privacy_unit="record",
+        rho="auto", group_priors=None, lr_dual="auto", dual_rates="hard",
+        penalty_clip="balanced", privacy_unit="record",
         iterate="average", calibration="accountant", accountant="auto", sensitive_values=None,
         lr=0.1, batch_size="auto", max_epochs="auto", module=None, hidden_layer_sizes=(),
         optimizer=torch.optim.SGD, callbacks=None, random_state=None, secure_mode=False,
@@ -382,6 +396,8 @@ class DPFermiClassifier(PrivateClassifierBase):
         self.lr_dual_ = float(lr_dual)
         self.objective_scales_ = objective_scales(lam, ctx.private, self.privacy_unit)
         average = TailAverage(self.module_, steps) if self.iterate == "average" else None
+        pinv = released["pinv"]
+        split = ctx.private and self.privacy_unit == "record" and lam > 0
         return ErmiProblem(
             W=torch.zeros(
                 released["n_blocks"], released["n_groups"], ctx.n_classes, device=ctx.device
@@ -397,6 +413,11 @@ class DPFermiClassifier(PrivateClassifierBase):
             average=average,
             dual_rate=dual_rate if lam > 0 else None,
             dual_noise_std=noise_std,
+            penalty_clip=self.penalty_clip if split else "joint",
+            max_grad_norm=self.max_grad_norm_ if split else None,
+            # the largest psi weight times pinv^2 any row can have (public: lambda, the
+            # released label weights and priors); the balanced clip's normaliser
+            penalty_scale_max=lam * float(np.max(self.label_weights_)) * float(pinv.max()) ** 2,
         )
 
     def _per_row_tensors(self, ctx):
