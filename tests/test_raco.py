@@ -653,7 +653,8 @@ def test_joint_groups_and_custom_cells(small_data):
     sf = {"s": s, "other": other}
     est = RaCODPClassifier(epsilon=np.inf, max_epochs=2, batch_size=20, random_state=0)
     est.fit(X, y, sensitive_features=sf)
-    assert est.rate_program_.n_parts == 4 and len(est.constraint_names_) == 8
+    # 4 joint groups, every ordered pair, 2 classes (issue 34; one-vs-rest had 4 x 2 = 8)
+    assert est.rate_program_.n_parts == 4 and len(est.constraint_names_) == 24
     one = RateConstraint([(Cells(groups=[(1, 1)], labels=[0]), {1: 1.0})], 0.1)
     est2 = RaCODPClassifier(constraints=one, epsilon=np.inf, max_epochs=2, batch_size=20)
     est2.fit(X, y, sensitive_features=sf)

@@ -86,11 +86,18 @@ def test_demographic_parity_binary_encoding_and_mirrors():
 def test_family_sizes():
     groups, classes = ["a", "b", "c"], [0, 1, 2]
     dp = compile_rate_constraints(DemographicParity(0.1), groups, classes)
-    assert (dp.n_constraints, dp.n_parts) == (9, 3)  # J = |Z| K, Q = |Z|
+    # pairs of groups (the default, issue 34): J = |Z| (|Z| - 1) K, Q = |Z|
+    assert (dp.n_constraints, dp.n_parts) == (18, 3)
+    dp_rest = compile_rate_constraints(DemographicParity(0.1, versus="rest"), groups, classes)
+    assert (dp_rest.n_constraints, dp_rest.n_parts) == (9, 3)  # J = |Z| K, Q = |Z|
     eo = compile_rate_constraints(EqualizedOdds(0.1), groups, classes)
-    assert (eo.n_constraints, eo.n_parts) == (27, 9)  # J = K^2 |Z|, Q = K |Z|
+    assert (eo.n_constraints, eo.n_parts) == (54, 9)  # J = K^2 |Z| (|Z| - 1), Q = K |Z|
+    eo_rest = compile_rate_constraints(EqualizedOdds(0.1, versus="rest"), groups, classes)
+    assert (eo_rest.n_constraints, eo_rest.n_parts) == (27, 9)  # J = K^2 |Z|, Q = K |Z|
     eopp = compile_rate_constraints(EqualOpportunity(0.1), groups, classes)
-    assert (eopp.n_constraints, eopp.n_parts) == (9, 4)  # K |Z|; cells of y=2, plus the rest
+    assert (eopp.n_constraints, eopp.n_parts) == (18, 4)  # K |Z| (|Z| - 1); cells of y=2 + rest
+    eopp_rest = compile_rate_constraints(EqualOpportunity(0.1, versus="rest"), groups, classes)
+    assert (eopp_rest.n_constraints, eopp_rest.n_parts) == (9, 4)
     fnr_all = compile_rate_constraints(FalseNegativeRate(0.2, classes=classes), groups, classes)
     assert (fnr_all.n_constraints, fnr_all.n_parts) == (3, 3)  # paper form: J = K, Q = K
     assert fnr_all.uses_labels and not fnr_all.uses_groups

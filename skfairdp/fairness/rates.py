@@ -57,7 +57,15 @@ CONSTRAINT_NAMES = (
     "equalized_odds",
     "equal_opportunity",
     "false_negative_rate",
+    "demographic_parity_vs_rest",
+    "equalized_odds_vs_rest",
+    "equal_opportunity_vs_rest",
 )
+
+# How a group-parity family compares groups: "pairs" bounds every ordered pair of groups
+# (the max pairwise gap, fairlearn's *_difference); "rest" bounds each group against the
+# rows of all other groups (one-vs-rest). With two groups the two coincide.
+VERSUS = ("pairs", "rest")
 
 
 def _fmt(value: Any) -> str:
@@ -188,12 +196,17 @@ class _Family:
     """A family of constraints generated from the fitted groups and classes."""
 
     tolerance: float = 0.05
+    versus: str = "pairs"
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.tolerance) and self.tolerance >= 0):
             raise ValueError(
                 f"{type(self).__name__}: tolerance must be a finite number >= 0, "
                 f"got {self.tolerance!r}"
+            )
+        if self.versus not in VERSUS:
+            raise ValueError(
+                f"{type(self).__name__}: versus must be one of {list(VERSUS)}, got {self.versus!r}"
             )
 
     def expand(self, group_labels: Sequence, classes: Sequence) -> list[RateConstraint]:
@@ -202,6 +215,22 @@ class _Family:
 
 def _others(group_labels: Sequence, z) -> tuple:
     return tuple(g for g in group_labels if not _same(g, z))
+
+
+def _comparisons(group_labels: Sequence, versus: str) -> list[tuple]:
+    """``(name, z, others)`` per comparison: each ordered pair, or each group vs the rest.
+
+    Pairs are ordered group-major (``(a, b)`` for every ``b != a``), so with two groups
+    both forms give the same constraints in the same order.
+    """
+    if versus == "rest":
+        return [(_fmt(z), z, _others(group_labels, z)) for z in group_labels]
+    return [
+        (f"{_fmt(a)} vs {_fmt(b)}", a, (b,))
+        for a in group_labels
+        for b in group_labels
+        if not _same(a, b)
+    ]
 
 
 def _need_groups(family: str, group_labels: Sequence) -> None:
@@ -214,43 +243,55 @@ def _need_groups(family: str, group_labels: Sequence) -> None:
 
 @dataclass
 class DemographicParity(_Family):
-    """``P_k(group z) - P_k(not z) <= tolerance`` for every group ``z`` and class ``k``.
+    """Demographic parity: every group's rate of each class within ``tolerance`` of the others.
 
-    One-vs-rest and one-sided per (z, k); all of them together bound the
-    two-sided gap. ``J = |Z| K`` constraints on a partition by group (``Q = |Z|``).
+    ``versus="pairs"`` (default): ``P_k(group a) - P_k(group b) <= tolerance`` for every
+    ordered pair ``a != b`` and class ``k``, i.e. the largest pairwise gap (fairlearn's
+    ``demographic_parity_difference``) is at most ``tolerance``; ``J = |Z| (|Z| - 1) K``
+    constraints. ``versus="rest"``: ``P_k(group z) - P_k(not z) <= tolerance`` (each group
+    against the rows of all others; ``J = |Z| K``), which lets the largest pairwise gap
+    reach about twice ``tolerance`` with three or more groups. Both on a partition by group
+    (``Q = |Z|``), so both are post-processing of the same histogram; with two groups they
+    are the same constraints.
     """
 
     def expand(self, group_labels, classes):
         _need_groups("DemographicParity", group_labels)
+        tag = "DP" if self.versus == "pairs" else "DPvsRest"
         rows = []
-        for z in group_labels:
-            rest = Cells(groups=_others(group_labels, z))
+        for name, z, others in _comparisons(group_labels, self.versus):
             for k in classes:
                 rows.append(
                     RateConstraint(
-                        [(Cells(groups=[z]), {k: 1.0}), (rest, {k: -1.0})],
+                        [(Cells(groups=[z]), {k: 1.0}), (Cells(groups=others), {k: -1.0})],
                         self.tolerance,
-                        name=f"DP[group={_fmt(z)}, yhat={_fmt(k)}]",
+                        name=f"{tag}[group={name}, yhat={_fmt(k)}]",
                     )
                 )
         return rows
 
 
-def _conditional_parity(tag, group_labels, labels, classes, tolerance) -> list[RateConstraint]:
-    """``P_k(z, y=c) - P_k(not z, y=c) <= tolerance`` for every group z, label c, class k."""
+def _conditional_parity(
+    tag, group_labels, labels, classes, tolerance, versus="pairs"
+) -> list[RateConstraint]:
+    """``P_k(a, y=c) - P_k(b, y=c) <= tolerance`` per comparison (a, b), label c, class k.
+
+    ``b`` is another group (``versus="pairs"``) or all other groups (``"rest"``).
+    """
+    if versus == "rest":
+        tag = f"{tag}vsRest"
     rows = []
-    for z in group_labels:
-        rest = _others(group_labels, z)
+    for name, z, others in _comparisons(group_labels, versus):
         for c in labels:
             for k in classes:
                 rows.append(
                     RateConstraint(
                         [
                             (Cells(groups=[z], labels=[c]), {k: 1.0}),
-                            (Cells(groups=rest, labels=[c]), {k: -1.0}),
+                            (Cells(groups=others, labels=[c]), {k: -1.0}),
                         ],
                         tolerance,
-                        name=f"{tag}[group={_fmt(z)}, y={_fmt(c)}, yhat={_fmt(k)}]",
+                        name=f"{tag}[group={name}, y={_fmt(c)}, yhat={_fmt(k)}]",
                     )
                 )
     return rows
@@ -258,15 +299,20 @@ def _conditional_parity(tag, group_labels, labels, classes, tolerance) -> list[R
 
 @dataclass
 class EqualizedOdds(_Family):
-    """``P_k(z, y=c) - P_k(not z, y=c) <= tolerance`` for every group z, class k, label c.
+    """Equalized odds: per true label ``c`` and class ``k``, the groups' rates within ``tolerance``.
 
-    The paper's Table 1 variant: ``J = K^2 |Z|`` constraints on the partition by
-    (group, true label), ``Q = K |Z|``.
+    ``versus="pairs"`` (default): ``P_k(a, y=c) - P_k(b, y=c) <= tolerance`` for every
+    ordered pair of groups, so fairlearn's ``equalized_odds_difference`` (the larger of the
+    largest TPR and FPR gaps) is at most ``tolerance``: ``J = K^2 |Z| (|Z| - 1)``.
+    ``versus="rest"``: group ``z`` against all other groups (the paper's Table 1 variant,
+    ``J = K^2 |Z|``). Both on the partition by (group, true label), ``Q = K |Z|``.
     """
 
     def expand(self, group_labels, classes):
         _need_groups("EqualizedOdds", group_labels)
-        return _conditional_parity("EO", group_labels, classes, classes, self.tolerance)
+        return _conditional_parity(
+            "EO", group_labels, classes, classes, self.tolerance, self.versus
+        )
 
 
 @dataclass
@@ -276,6 +322,8 @@ class EqualOpportunity(_Family):
     Parameters
     ----------
     tolerance : float
+    versus : {"pairs", "rest"}
+        As in :class:`EqualizedOdds`.
     positive_label : optional
         True label whose rows are compared; default the last class (``classes_[-1]``).
     """
@@ -286,7 +334,7 @@ class EqualOpportunity(_Family):
         _need_groups("EqualOpportunity", group_labels)
         c = classes[-1] if self.positive_label is None else self.positive_label
         _select([c], list(classes), "class label")
-        return _conditional_parity("EOpp", group_labels, [c], classes, self.tolerance)
+        return _conditional_parity("EOpp", group_labels, [c], classes, self.tolerance, self.versus)
 
 
 @dataclass
@@ -337,13 +385,20 @@ _BY_NAME = {
     "equal_opportunity": EqualOpportunity,
     "false_negative_rate": FalseNegativeRate,
 }
+_VS_REST = {
+    "demographic_parity_vs_rest": DemographicParity,
+    "equalized_odds_vs_rest": EqualizedOdds,
+    "equal_opportunity_vs_rest": EqualOpportunity,
+}
 
 
 def resolve_constraints(constraints, tolerance: float) -> list:
     """Turn a name, a constraint object, or a list of them into constraint objects.
 
     Names (``"demographic_parity"``, ``"equalized_odds"``, ``"equal_opportunity"``,
-    ``"false_negative_rate"``) use ``tolerance`` as their slack (the FNR bound).
+    ``"false_negative_rate"``) use ``tolerance`` as their slack (the FNR bound); the
+    group-parity names bound every pair of groups (``versus="pairs"``), and their
+    ``*_vs_rest`` forms each group against the rest (``versus="rest"``).
     """
     items = (
         [constraints]
@@ -355,6 +410,9 @@ def resolve_constraints(constraints, tolerance: float) -> list:
     out = []
     for item in items:
         if isinstance(item, str):
+            if item in _VS_REST:
+                out.append(_VS_REST[item](tolerance, versus="rest"))
+                continue
             if item not in _BY_NAME:
                 raise ValueError(
                     f"constraints: unknown constraint name {item!r}; use one of "

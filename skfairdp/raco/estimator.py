@@ -55,6 +55,14 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         :mod:`skfairdp.fairness.rates` (``DemographicParity(0.05)``,
         ``FalseNegativeRate(0.3)``, ``RateConstraint(...)``), or a list combining
         them; the smallest common partition of the rows is built from them.
+        The group-parity names bound **every pair of groups**: with
+        ``tolerance=gamma``, fairlearn's ``demographic_parity_difference`` /
+        ``equalized_odds_difference`` (the largest pairwise gap) is at most
+        ``gamma``, for any number of groups. ``"demographic_parity_vs_rest"``,
+        ``"equalized_odds_vs_rest"`` and ``"equal_opportunity_vs_rest"`` bound each
+        group against the rows of all other groups instead (before issue 34 the
+        default; with three or more groups its largest pairwise gap can reach about
+        ``2 gamma``). With two groups both forms are the same constraints.
     tolerance : float, default=0.05
         Slack ``gamma`` of constraints given by name.
     tolerance_margin : "auto" or float, default="auto"
