@@ -202,8 +202,13 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
 
     _parameter_constraints = {
         # DP-FERMI's parameters (objective, priors, W, privacy target, training), as it
-        # validates them; then the federation's own
-        **DPFermiClassifier._parameter_constraints,
+        # validates them (less penalty_clip: a silo's local step clips loss + lambda psi
+        # jointly); then the federation's own
+        **{
+            name: rule
+            for name, rule in DPFermiClassifier._parameter_constraints.items()
+            if name != "penalty_clip"
+        },
         "n_silos": [Interval(Integral, 1, None, closed="left")],
         "heterogeneity": [Interval(Real, 0, 1, closed="both")],
         "partition_feature": [None, Integral, str],
