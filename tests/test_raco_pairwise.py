@@ -152,3 +152,32 @@ def test_vs_rest_name_fits_and_costs_the_same():
     assert pairs.privacy_spent_ == rest.privacy_spent_
     assert pairs.n_steps_ == rest.n_steps_
     assert pairs.noise_multiplier_ == rest.noise_multiplier_
+
+
+def test_pairwise_dual_walk_shrinks_with_the_group_count_and_reaches_the_problem():
+    from skfairdp import RaCODPClassifier
+    from skfairdp.raco import problem as raco_problem
+
+    walk = raco_problem.pairwise_dual_walk
+    assert walk(2, True) == walk(5, False) == raco_problem.DUAL_WALK
+    assert walk(4, True) == pytest.approx(raco_problem.DUAL_WALK / math.sqrt(3))
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    s = np.array(["a", "b", "c", "d"])[rng.integers(0, 4, 400)]
+    seen = []
+    original = raco_problem.RacoProblem.__init__
+
+    def spy(self, *args, **kwargs):
+        seen.append(kwargs.get("dual_walk"))
+        original(self, *args, **kwargs)
+
+    raco_problem.RacoProblem.__init__ = spy
+    try:
+        for constraints in ("demographic_parity", "demographic_parity_vs_rest"):
+            RaCODPClassifier(constraints, epsilon=1.0, max_epochs=1, random_state=0).fit(
+                X, y, sensitive_features=s
+            )
+    finally:
+        raco_problem.RacoProblem.__init__ = original
+    assert seen == [pytest.approx(raco_problem.DUAL_WALK / math.sqrt(3)), raco_problem.DUAL_WALK]

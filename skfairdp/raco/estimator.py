@@ -30,7 +30,7 @@ from ..fairness.rates import (
 )
 from ..fairness.routing import routing_hint
 from .accounting import RacoAccounting
-from .problem import RacoProblem
+from .problem import RacoProblem, pairwise_dual_walk
 from .solutions import SOLUTIONS, TAIL_FRACTION, iterate_track, mixture_proba, store_solution
 
 __all__ = ["RaCODPClassifier"]
@@ -152,6 +152,9 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         run is the same small amount, so that a constraint on small groups, whose
         estimate is mostly noise, does not drive the model with noise (the
         iterates would swing from one side of the constraint to the other).
+        With pairwise constraints on ``G > 2`` groups ``DUAL_WALK`` is divided by
+        ``sqrt(G - 1)`` (``pairwise_dual_walk``: a group's rate is in ``G - 1`` times
+        as many constraints).
     dual_bound : None or float, default=None
         Upper bound on each lambda (the theory's compact dual set).
     batch_size : "auto" or int, default="auto"
@@ -328,12 +331,20 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
             planned_steps=steps,
             margin_z=raco_tolerance_margin(self.tolerance_margin),
             sampling_rate=ctx.sampler.expected_batch_size / ctx.n_samples,
+            dual_walk=pairwise_dual_walk(
+                len(self.group_encoder_.group_labels_) if self.group_encoder_ is not None else 1,
+                self._pairwise_constraints(),
+            ),
             **ctx.mechanisms,
         )
         problem.iterates = iterate_track(
             self.solution, self.module_, steps, self._tail_fraction, self._eta
         )
         return problem
+
+    def _pairwise_constraints(self) -> bool:
+        families = resolve_constraints(self.constraints, float(self.tolerance))
+        return any(getattr(family, "versus", None) == "pairs" for family in families)
 
     def _store_fitted(self, problem, plan, ctx) -> None:
         self.histogram_noise_multiplier_ = plan.statistics_multiplier

@@ -38,6 +38,24 @@ MIN_COUNT = 1.0
 # the noise a multiplier accumulates over the whole run has std DUAL_WALK, whatever the
 # noise and the length of the run; see RacoProblem.dual_steps.
 DUAL_WALK = 0.15
+
+
+def pairwise_dual_walk(n_groups: int, pairs: bool) -> float:
+    """The accumulated-noise std of each multiplier: ``DUAL_WALK / sqrt(n_groups - 1)``
+    when group-parity constraints compare every pair of groups, ``DUAL_WALK`` otherwise.
+
+    A group's rate enters ``2 (n_groups - 1)`` ordered-pair constraints per class (two with
+    two groups); their multipliers' noise adds up on it like ``sqrt(n_groups - 1)``, so the
+    per-constraint walk is shrunk by that factor to keep the noise force on each group's
+    rate what it is with two groups. Measured (zoo, epsilon = 1, 3 seeds): without it a
+    4-group HealthInsurance fit at tolerance 0.02 collapsed on one seed (error 0.343, mean
+    0.254 against the majority class's 0.199); with it 0.196. Public: the group count.
+    """
+    if not pairs or n_groups <= 2:
+        return DUAL_WALK
+    return DUAL_WALK / math.sqrt(n_groups - 1)
+
+
 LR_DUAL_MAX = 1.0
 
 # tolerance_margin: the margin tightens a bound gamma by at most this share of gamma, so
@@ -137,8 +155,10 @@ class RacoProblem:
         planned_steps: int = RACO_MIN_STEPS,
         margin_z: float = 0.0,
         sampling_rate: float | None = None,
+        dual_walk: float = DUAL_WALK,
     ):
         self.S = membership.float()
+        self.dual_walk = float(dual_walk)
         self.A = coefficients.float()
         self.gamma = bounds.float()
         self.tau = float(temperature)
@@ -256,7 +276,7 @@ class RacoProblem:
         return (y, weights), statistics
 
     def dual_steps(self, denom: torch.Tensor) -> torch.Tensor:
-        """Per-constraint dual steps ``min(LR_DUAL_MAX, DUAL_WALK / (sigma_j sqrt(T)))``.
+        """Per-constraint dual steps ``min(LR_DUAL_MAX, dual_walk / (sigma_j sqrt(T)))``.
 
         ``sigma_j`` is the standard deviation of one step's estimate of
         ``Gamma_j``: each rate ``P_k(m)`` is a noisy count over ``n_m`` (the
@@ -276,7 +296,7 @@ class RacoProblem:
             s2 = std**2 * (2.0 if self.histogram_noise == "laplace" else 1.0)
         var = (self.parts_per_set * s2 + 0.25 * denom) / denom.square()  # (M,)
         sigma = ((self.A**2).sum(dim=2) @ var).sqrt()  # (J,)
-        return (DUAL_WALK / (sigma * math.sqrt(self.planned_steps))).clamp_(max=LR_DUAL_MAX)
+        return (self.dual_walk / (sigma * math.sqrt(self.planned_steps))).clamp_(max=LR_DUAL_MAX)
 
     def tolerance_margins(self, running_counts: torch.Tensor) -> torch.Tensor:
         """Per-constraint tightening ``min(MARGIN_CAP gamma_j, z sigma_j)`` of the bounds.
