@@ -194,6 +194,7 @@ USER_GUIDE = [
     "postprocessing",
     "evaluation",
     "datasets",
+    "zoo",
     "design",
     "contributing",
 ]
