@@ -32,7 +32,9 @@ GOLDEN = Path(__file__).parent / "data" / "release_apply_golden.npz"
 # response to released histograms) are set back to the algorithm the golden models ran: the
 # W ascent with the step the former lr_dual="auto" resolved to here (0.05 / lambda); at
 # epsilon=inf its objective is now divided by 1 + lambda / 8 = 1.25, which lr = 0.1 * 1.25 undoes.
-_FERMI_THEN = {"dual_rates": "soft", "iterate": "last", "lr_dual": 0.025}
+# penalty_clip="joint": the golden models predate issue 34's balanced clip (a changed
+# algorithm, not the engine)
+_FERMI_THEN = {"dual_rates": "soft", "iterate": "last", "lr_dual": 0.025, "penalty_clip": "joint"}
 # Cases whose algorithm changed since the golden models, by design (not the engine).
 # RaCO-DP's likewise: soft rates for the dual, its fixed step, the last iterate,
 # clip 3, no tolerance margin (issue 24) and per-batch denominators (the template's class
