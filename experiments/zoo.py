@@ -35,7 +35,6 @@ worst-table targets as PASS/FAIL lines.
 from __future__ import annotations
 
 import argparse
-import inspect
 import io
 import math
 import os
@@ -53,6 +52,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _results_csv import append, completed  # noqa: E402
+from frontier import _NonPrivate, _predict  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 NOTIONS = ("demographic_parity", "equalized_odds")
@@ -152,19 +152,7 @@ def _model(method, notion, eps, param, seed):
         return CGOOReduction(constraints=notion, difference_bound=param, **common)
     if method == "dpto":
         return DPThresholdOptimizer(DPSGDClassifier(), constraints=notion, **common)
-    from frontier import _NonPrivate
-
     return _NonPrivate(method, notion, param, seed)
-
-
-def _predict(model, X, s, seed):
-    if hasattr(model, "model"):  # frontier._NonPrivate
-        return model.predict(X, s)
-    params = inspect.signature(model.predict).parameters
-    kwargs = {"random_state": seed} if "random_state" in params else {}
-    if "sensitive_features" in params:
-        kwargs["sensitive_features"] = s
-    return model.predict(X, **kwargs)
 
 
 def fit_one(key, quick: bool = False) -> dict:
