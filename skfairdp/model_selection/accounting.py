@@ -14,9 +14,10 @@ import numpy as np
 
 from ..privacy import PrivacySpent, epsilon_spent
 from ..privacy.accountant import _rdp_of, quiet_accounting
+from ..privacy.choice import ChoiceDpEvent
 from ..privacy.events import compose
 
-__all__ = ["ACCOUNTANT_OPTIONS", "cover", "dominates", "rdp_spent"]
+__all__ = ["ACCOUNTANT_OPTIONS", "choice_cover", "cover", "dominates", "rdp_spent"]
 
 ACCOUNTANT_OPTIONS = {"accountant": "rdp", "privacy_unit": "record"}
 
@@ -48,6 +49,20 @@ def cover(events: list[dp_accounting.DpEvent]) -> tuple[dp_accounting.DpEvent, b
         if all(dominates(candidate, other) for other in distinct):
             return candidate, True
     return compose(distinct), False
+
+
+def choice_cover(events: list[dp_accounting.DpEvent]) -> tuple[dp_accounting.DpEvent, bool]:
+    """Like :func:`cover`, but a run that draws its candidate independently of the data is
+    covered by a :class:`~skfairdp.privacy.choice.ChoiceDpEvent` (the pointwise maximum of
+    the RDP curves) when no candidate dominates, not by their composition."""
+    event, exact = cover(events)
+    if exact:
+        return event, True
+    distinct = []
+    for event in events:
+        if event not in distinct:
+            distinct.append(event)
+    return ChoiceDpEvent(distinct), True
 
 
 def rdp_spent(event: dp_accounting.DpEvent, delta: float) -> PrivacySpent:

@@ -64,10 +64,13 @@ def calibrate_inner_budget(
     delta: float,
     n_train: int,
     search_event: Callable[[dp_accounting.DpEvent], dp_accounting.DpEvent],
+    combine: Callable[[list], tuple[dp_accounting.DpEvent, bool]] = cover,
 ) -> InnerBudget:
     """Largest inner epsilon whose search event (``search_event(fit cover)``) costs <= ``epsilon``.
 
-    Raises :class:`NoInnerBudget` if even a tiny inner epsilon overspends.
+    ``combine`` turns the candidates' planned fit events into one that covers them
+    (``(event, exact)``; default :func:`~.accounting.cover`). Raises
+    :class:`NoInnerBudget` if even a tiny inner epsilon overspends.
     """
 
     def planned(params_list, eps_in):
@@ -80,17 +83,17 @@ def calibrate_inner_budget(
         return rdp_spent(search_event(fit_cover), delta).epsilon
 
     def total_for(reps):
-        return lambda eps_in: cost(cover(planned(reps, eps_in))[0])
+        return lambda eps_in: cost(combine(planned(reps, eps_in))[0])
 
     probe = planned(candidates, epsilon)
     reps = [candidates[i] for i, e in enumerate(probe) if probe.index(e) == i]
     inner = largest_within(total_for(reps), epsilon)
-    fit_cover, exact = cover(planned(candidates, inner))
+    fit_cover, exact = combine(planned(candidates, inner))
     if cost(fit_cover) > epsilon:
         # a candidate planned like a representative at one budget differs at this one:
         # calibrate again with every candidate (slower, rarely needed)
         inner = largest_within(total_for(candidates), epsilon)
-        fit_cover, exact = cover(planned(candidates, inner))
+        fit_cover, exact = combine(planned(candidates, inner))
     return InnerBudget(inner, fit_cover, exact)
 
 

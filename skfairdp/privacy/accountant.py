@@ -23,10 +23,12 @@ from typing import NamedTuple
 
 import dp_accounting
 import numpy as np
+from dp_accounting import dp_event
 from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
-from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
+from dp_accounting.rdp.rdp_privacy_accountant import _compute_rdp_repeat_and_select, compute_epsilon
 
+from .choice import ChoiceDpEvent
 from .joint import contains_joint_sampled_event, joint_epsilon
 
 PRIVACY_UNITS = ("record", "sensitive")
@@ -182,6 +184,16 @@ def _rdp_of(event: dp_accounting.DpEvent) -> np.ndarray | None:
         if any(part is None for part in parts):
             return None
         return np.sum(parts, axis=0) if parts else np.zeros(len(_RDP_ORDERS))
+    if isinstance(event, ChoiceDpEvent):
+        parts = [_rdp_of(e) for e in event.events]
+        if not parts or any(part is None for part in parts):
+            return None
+        return np.max(parts, axis=0)  # a data-independent choice: the worst candidate's curve
+    if isinstance(event, dp_event.RepeatAndSelectDpEvent):
+        inner = _rdp_of(event.event)
+        if inner is None:
+            return None
+        return _compute_rdp_repeat_and_select(np.array(_RDP_ORDERS), inner, event.mean, event.shape)
     if isinstance(event, _RDP_LEAVES):
         rdp = _leaf_rdp(event)
         return None if rdp is None else np.array(rdp)
@@ -199,7 +211,7 @@ def _leaf_rdp(event: dp_accounting.DpEvent) -> tuple[float, ...] | None:
 def _contains(event: dp_accounting.DpEvent, kind: type) -> bool:
     if isinstance(event, kind):
         return True
-    if isinstance(event, dp_accounting.ComposedDpEvent):
+    if isinstance(event, (dp_accounting.ComposedDpEvent, ChoiceDpEvent)):
         return any(_contains(e, kind) for e in event.events)
     inner = getattr(event, "event", None)
     return inner is not None and _contains(inner, kind)

@@ -1,0 +1,419 @@
+"""State the bound, get a model that meets it on new rows, with a certificate.
+
+:class:`FairModelSearch` chooses, privately, among the fair estimators (DP-FERMI,
+RaCO-DP, CGOOReduction and, when the group may be used at decision time,
+DPThresholdOptimizer on a DP-SGD base), each over its knob, for a stated bound on
+a fairness violation, and certifies the choice on rows the selection never saw.
+The whole thing is one mechanism inside one ``(epsilon, delta)``:
+
+1. the rows are split once, at random and independently of their values, into
+   training, validation and certification parts;
+2. Papernot & Steinke's repeat-and-select (as in :class:`PrivateSearchCV`): ``K``
+   runs, ``K`` drawn independently of the data and never released; each run draws
+   a candidate (a family and its knob, :func:`~.families.default_space`), fits it
+   privately on the training part, and releases its validation part's noisy
+   ``(group x true x predicted)`` counts (one Gaussian release, sensitivity 1);
+3. selection on what holds for new rows: a run *qualifies* when the upper end of
+   its violation interval (sampling and noise, as
+   :class:`~skfairdp.metrics.PrivateMetricFrame` computes it) is within
+   ``max_violation``; a qualifying run beats every other, the most accurate (noisy
+   accuracy) among them wins; without one, the most accurate run whose noisy point
+   violation is within the bound, and without that the run with the smallest upper
+   end (:func:`selection_tier`: a total order on single runs, as the theorem
+   requires);
+4. the certificate (:mod:`.certificate`): the selected model's certification
+   counts, released once; its intervals are not optimistic (the rows are fresh
+   for the selected model).
+
+**Accounting.** A run picks its family by data-independent randomness, so its RDP
+curve is at most the pointwise maximum of the families' curves
+(:class:`~skfairdp.privacy.choice.ChoiceDpEvent`) instead of their composition; the
+search is ``RepeatAndSelectDpEvent`` of (choice, score release) composed with the
+certificate's Gaussian release, priced by RDP (``privacy_unit="record"``). Every
+run's fit gets the same inner epsilon, the largest that keeps the total within
+``epsilon``; every run's recorded event is checked against the plan.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import dp_accounting
+import numpy as np
+import torch
+from dp_accounting import dp_event
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, _fit_context
+from sklearn.utils import _safe_indexing
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from .._fit.parameters import store_parameters
+from ..evaluation.violations import violation_interval
+from ..privacy import EventRecorder, RandomSource, noisy_count, resolve_delta
+from ..privacy.events import compose
+from ..privacy.spent import spent_event
+from .accounting import ACCOUNTANT_OPTIONS, choice_cover, dominates, rdp_spent
+from .calibration import NoInnerBudget, auto_score_noise_multiplier, calibrate_inner_budget
+from .candidates import check_space, configured, draw_params, planning_candidates, seed_run
+from .certificate import certify
+from .distributions import DISTRIBUTIONS, draw_n_runs, run_distribution_shape
+from .families import FAMILIES, FairCandidate, default_space
+from .inputs import check_search_input
+from .statistics import confusion_cells, noisy_statistics
+from .validation import validation_frame
+
+__all__ = ["FairModelSearch", "NoQualifyingCandidateWarning"]
+
+NOTIONS = ("demographic_parity", "equalized_odds", "equal_opportunity")
+#: fewest training rows left after the validation and certification parts
+MIN_TRAIN_ROWS = 50
+
+
+class NoQualifyingCandidateWarning(UserWarning):
+    """No run's validation interval was within the bound: the fairest run was selected."""
+
+
+def _rows(size: float | int, n: int, name: str) -> int:
+    rows = int(size) if isinstance(size, numbers.Integral) else math.ceil(float(size) * n)
+    if not 1 <= rows < n:
+        raise ValueError(f"{name}={size!r} must leave rows for training (n_samples={n})")
+    return rows
+
+
+def selection_tier(stats: dict, upper: float, max_violation: float) -> tuple:
+    """Total order on one run's noisy validation statistics (larger is better).
+
+    A run whose violation interval's upper end is within the bound (tier 2) beats
+    one whose noisy point value is (tier 1), which beats the rest (tier 0); the
+    noisy accuracy orders runs within tiers 2 and 1, the upper end within tier 0.
+    """
+    if upper <= max_violation:
+        return (2, stats["score"])
+    if stats["violation"] <= max_violation:
+        return (1, stats["score"])
+    return (0, -upper)
+
+
+class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+    """From a stated fairness bound and a budget to a certified private model.
+
+    See the module docstring (:mod:`skfairdp.model_selection.fair_search`) for the
+    mechanism and its accounting, and :doc:`/model_selection` for a guide.
+
+    Parameters
+    ----------
+    fairness : {"demographic_parity", "equalized_odds", "equal_opportunity"}
+        The notion the bound is on (fairlearn's difference: the largest gap between
+        any two groups).
+    max_violation : float, default=0.05
+        The bound the model must meet on new rows.
+    epsilon : float, default=1.0
+        Total epsilon: every run, every validation release and the certificate.
+    delta : float or "auto", default="auto"
+        Total delta (``"auto"``: ``0.1 / n`` rounded down).
+    group_at_predict : bool, default=False
+        Whether the group may be used at decision time: adds DPThresholdOptimizer
+        on a DP-SGD base to the candidates, and ``predict`` then needs
+        ``sensitive_features``.
+    candidates : "auto" or list of dict, default="auto"
+        The search space over :class:`~.families.FairCandidate`'s ``family`` and
+        ``knob`` (lists); ``"auto"``: :func:`~.families.default_space`.
+    n_candidates_mean : float, default=8.0
+        Mean number of runs ``E[K]``.
+    distribution : str, default="truncated_negative_binomial"
+        Distribution of ``K`` (see :class:`PrivateSearchCV`).
+    shape : float, default=0.5
+    validation_size : float or int, default=0.2
+        Rows scoring the runs.
+    certification_size : float or int, default=0.2
+        Rows certifying the selected model (used by nothing else).
+    confidence : float, default=0.95
+        Of the selection's upper bounds and of the certificate's intervals.
+    if_none_qualifies : {"warn", "raise"}, default="warn"
+        When no run's upper bound is within the bound: keep the most accurate run
+        whose noisy point violation is (else the one with the smallest upper bound)
+        and warn (:class:`NoQualifyingCandidateWarning`), or raise ``ValueError``
+        (the budget is spent either way).
+    score_noise_multiplier : float or "auto", default="auto"
+        Noise std of each validation and certification count; ``"auto"``: one such
+        release alone is ``(epsilon / 5, delta / 5)``-DP.
+    random_state : int, RandomState or None, default=None
+    secure_mode : bool, default=False
+
+    Attributes
+    ----------
+    best_estimator_ : FairCandidate
+        The selected model (fitted on the training part).
+    best_params_ : dict
+        Its family and knob.
+    best_score_ : float
+        Its noisy validation accuracy.
+    best_violation_upper_ : float
+        The upper end of its validation violation interval.
+    qualified_ : bool
+        Whether that upper end was within ``max_violation``.
+    certificate_ : Certificate
+        Intervals for the selected model's violation and accuracy on new rows, from
+        the certification part (:mod:`skfairdp.model_selection.certificate`).
+    certification_frame_ : PrivateMetricFrame
+        The certification release (any confusion-matrix metric by group, free).
+    inner_epsilon_ : float
+        Each run's fit budget (with ``delta_``).
+    score_noise_multiplier_ : float
+    delta_ : float
+    dp_event_ : dp_accounting.DpEvent
+        ``ComposedDpEvent([RepeatAndSelectDpEvent(run), GaussianDpEvent(certificate)])``.
+    privacy_spent_ : PrivacySpent
+        At most ``(epsilon, delta)``.
+    classes_ : ndarray
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfairdp.model_selection import FairModelSearch
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(1500, 3))
+    >>> s = rng.integers(0, 2, size=1500)
+    >>> y = (X[:, 0] + 0.5 * s + rng.normal(size=1500) > 0.5).astype(int)
+    >>> search = FairModelSearch(
+    ...     "demographic_parity", 0.1, epsilon=2.0, n_candidates_mean=2,
+    ...     candidates=[{"family": ["dpfermi"], "knob": [4.0]}], random_state=0,
+    ... ).fit(X, y, sensitive_features=s)
+    >>> sorted(search.best_params_)
+    ['family', 'knob']
+    >>> search.privacy_spent_.epsilon <= 2.0
+    True
+    """
+
+    __metadata_request__fit = {"sensitive_features": True}
+    __metadata_request__predict = {"sensitive_features": True}
+
+    _parameter_constraints: dict = {
+        "fairness": [StrOptions(set(NOTIONS))],
+        "max_violation": [Interval(numbers.Real, 0, None, closed="neither")],
+        "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
+        "delta": [Interval(numbers.Real, 0, 1, closed="neither"), StrOptions({"auto"})],
+        "group_at_predict": ["boolean"],
+        "candidates": [StrOptions({"auto"}), list],
+        "n_candidates_mean": [Interval(numbers.Real, 1, None, closed="left")],
+        "distribution": [StrOptions(set(DISTRIBUTIONS))],
+        "shape": [Interval(numbers.Real, 0, None, closed="neither")],
+        "validation_size": [
+            Interval(numbers.Real, 0, 1, closed="neither"),
+            Interval(numbers.Integral, 1, None, closed="left"),
+        ],
+        "certification_size": [
+            Interval(numbers.Real, 0, 1, closed="neither"),
+            Interval(numbers.Integral, 1, None, closed="left"),
+        ],
+        "confidence": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "if_none_qualifies": [StrOptions({"warn", "raise"})],
+        "score_noise_multiplier": [
+            Interval(numbers.Real, 0, None, closed="neither"),
+            StrOptions({"auto"}),
+        ],
+        "random_state": ["random_state"],
+        "secure_mode": ["boolean"],
+    }
+
+    def __init__(
+        self, fairness="demographic_parity", max_violation=0.05, *, epsilon=1.0, delta="auto",
+        group_at_predict=False, candidates="auto", n_candidates_mean=8.0,
+        distribution="truncated_negative_binomial", shape=0.5, validation_size=0.2,
+        certification_size=0.2, confidence=0.95, if_none_qualifies="warn",
+        score_noise_multiplier="auto", random_state=None, secure_mode=False,
+    ):  # fmt: skip
+        store_parameters(self, locals())
+
+    # -- the plan -------------------------------------------------------------------
+    def _accountant_options(self) -> dict:
+        return dict(ACCOUNTANT_OPTIONS)
+
+    def _spaces(self) -> list[dict]:
+        if self.candidates == "auto":
+            return default_space(self.max_violation, self.group_at_predict)
+        spaces = check_space(self.candidates)
+        for space in spaces:
+            unknown = set(space) - {"family", "knob"}
+            if unknown:
+                raise ValueError(
+                    f"candidates may set 'family' and 'knob' only, got {sorted(unknown)}"
+                )
+            for family in space.get("family", ["dpfermi"]):
+                if family not in FAMILIES:
+                    raise ValueError(
+                        f"candidates: family must be one of {sorted(FAMILIES)}, got {family!r}"
+                    )
+                if FAMILIES[family] and not self.group_at_predict:
+                    raise ValueError(
+                        f"candidates: family {family!r} predicts with the group: set "
+                        "group_at_predict=True"
+                    )
+        return spaces
+
+    def _event(self, fit_event, z: float) -> dp_accounting.DpEvent:
+        run = compose([fit_event, dp_accounting.GaussianDpEvent(z)])
+        shape = run_distribution_shape(self.distribution, self.shape)
+        search = dp_event.RepeatAndSelectDpEvent(run, float(self.n_candidates_mean), shape)
+        return dp_accounting.ComposedDpEvent([search, dp_accounting.GaussianDpEvent(z)])
+
+    def _plan(self, spaces, n_train: int, delta: float):
+        z = self.score_noise_multiplier
+        z = float(auto_score_noise_multiplier(self.epsilon, delta) if z == "auto" else z)
+        try:
+            budget = calibrate_inner_budget(
+                FairCandidate(fairness=self.fairness),
+                planning_candidates(spaces),
+                epsilon=float(self.epsilon),
+                delta=delta,
+                n_train=n_train,
+                search_event=lambda fit_event: self._event(fit_event, z),
+                combine=choice_cover,
+            )
+        except NoInnerBudget:
+            raise ValueError(
+                f"no inner budget fits epsilon={self.epsilon:g}, delta={delta:g} with "
+                f"n_candidates_mean={self.n_candidates_mean:g}: raise epsilon, or lower "
+                "n_candidates_mean"
+            ) from None
+        return z, budget
+
+    # -- fit ------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, *, sensitive_features=None) -> FairModelSearch:
+        """Search, select on the validation intervals' upper ends, certify.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Binary labels.
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, k)
+            The groups (required).
+
+        Returns
+        -------
+        self
+        """
+        spaces = self._spaces()
+        X, y, groups, encoder = check_search_input(X, y, sensitive_features, self.fairness)
+        self.classes_ = np.unique(y)
+        if len(self.classes_) != 2:
+            raise ValueError(
+                f"FairModelSearch needs binary labels in y, got {len(self.classes_)} classes"
+            )
+        raw_groups = np.asarray(sensitive_features)
+        n = len(y)
+        n_val = _rows(self.validation_size, n, "validation_size")
+        n_cert = _rows(self.certification_size, n, "certification_size")
+        n_train = n - n_val - n_cert
+        if n_train < MIN_TRAIN_ROWS:
+            raise ValueError(
+                f"validation_size and certification_size leave {n_train} training rows of "
+                f"{n}; at least {MIN_TRAIN_ROWS} are needed"
+            )
+        delta = resolve_delta(self.delta, n)
+        z, budget = self._plan(spaces, n_train, delta)
+        self.inner_epsilon_, self.delta_, self.score_noise_multiplier_ = budget.epsilon, delta, z
+
+        random = RandomSource(self.random_state, secure_mode=self.secure_mode)
+        order = random.permutation(n)
+        parts = np.split(order, [n_cert, n_cert + n_val])
+        cert_idx, val_idx, train_idx = (np.sort(part) for part in parts)
+
+        def rows(idx):
+            return _safe_indexing(X, idx), y[idx], groups[idx], _safe_indexing(raw_groups, idx)
+
+        train, validation = rows(train_idx), rows(val_idx)
+        best = None
+        for _ in range(draw_n_runs(random, self.distribution, self.n_candidates_mean, self.shape)):
+            params = draw_params(spaces, random)
+            model, stats = self._run(params, train, validation, budget, delta, z, random, encoder)
+            if best is None or stats["key"] > best[2]["key"]:
+                best = (model, params, stats)
+
+        recorder = EventRecorder()
+        self.dp_event_ = self._event(budget.fit_event, z)
+        self.privacy_spent_ = rdp_spent(self.dp_event_, delta)
+        if best is None:  # a Poisson K = 0: nothing ran, nothing to certify
+            raise ValueError(
+                "the draw of K gave 0 runs (distribution='poisson'): the search has no model; "
+                "use another distribution or random_state"
+            )
+        model, params, stats = best
+        self.best_estimator_, self.best_params_ = model, params
+        self.best_score_ = stats["score"]
+        self.best_violation_upper_ = stats["upper"]
+        self.qualified_ = stats["key"][0] == 2
+        self.n_features_in_ = getattr(model, "n_features_in_", None)
+        if hasattr(model, "feature_names_in_"):
+            self.feature_names_in_ = model.feature_names_in_
+        X_c, y_c, g_c, raw_c = rows(cert_idx)
+        self.certificate_, self.certification_frame_ = certify(
+            model, X_c, y_c, g_c, raw_c, encoder=encoder, fairness=self.fairness,
+            max_violation=self.max_violation, confidence=self.confidence,
+            noise_multiplier=z, delta=delta, random=random, recorder=recorder,
+            seed=random.seed, secure_mode=self.secure_mode,
+        )  # fmt: skip
+        if not self.qualified_:
+            message = (
+                f"no run's {self.fairness} interval (upper end at confidence "
+                f"{self.confidence:g}) on the validation rows was within max_violation="
+                f"{self.max_violation:g}; the selected run's upper end is {stats['upper']:.3f} "
+                "(selection_tier). See certificate_ for what it meets on new rows."
+            )
+            if self.if_none_qualifies == "raise":
+                raise ValueError(message)
+            warnings.warn(message, NoQualifyingCandidateWarning, stacklevel=3)
+        return self
+
+    def _run(self, params, train, validation, budget, delta, z, random, encoder):
+        """One run: a private fit on the training part, checked against the plan, then scored."""
+        X_tr, y_tr, _, raw_tr = train
+        model = configured(FairCandidate(fairness=self.fairness), params, budget.epsilon, delta)
+        model = seed_run(model.set_params(secure_mode=self.secure_mode), random)
+        model.fit(X_tr, y_tr, sensitive_features=raw_tr)
+        run = EventRecorder()
+        run.record(spent_event(model))
+        if not dominates(budget.fit_event, run.build()):
+            raise RuntimeError(
+                f"a run with {params} recorded an event the search did not plan for "
+                f"({run.build()}); its accounting would not hold"
+            )
+        X_v, y_v, g_v, raw_v = validation
+        y_pred = np.asarray(model.predict(X_v, sensitive_features=raw_v))
+        cells = confusion_cells(self.classes_, y_v, y_pred, g_v, encoder.n_groups_)
+        noisy, _ = noisy_count(torch.as_tensor(cells, dtype=torch.float64), z, random, run)
+        noisy = noisy.numpy()
+        stats = noisy_statistics(noisy, self.fairness, "accuracy")
+        frame = validation_frame(noisy, encoder, z, delta, random.seed, self.secure_mode)
+        upper = violation_interval(frame, self.fairness, self.confidence).upper
+        return model, {"score": stats["score"], "upper": upper,
+                       "key": selection_tier(stats, upper, self.max_violation)}  # fmt: skip
+
+    # -- the selected model -----------------------------------------------------------
+    def predict(self, X, sensitive_features=None) -> np.ndarray:
+        """Predictions of the selected model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        sensitive_features : array-like, optional
+            Required when the selected model predicts with the group
+            (``group_at_predict=True`` and a DPThresholdOptimizer was selected).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X, sensitive_features=sensitive_features)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = True
+        tags.input_tags.allow_nan = False
+        return tags

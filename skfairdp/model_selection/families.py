@@ -1,0 +1,162 @@
+"""One candidate of a bound-first search: one of the fair estimators, by family and knob.
+
+:class:`FairCandidate` is a small switch: ``family`` names the estimator
+(DP-FERMI, RaCO-DP, CGOOReduction, or DPThresholdOptimizer on a DP-SGD base) and
+``knob`` its one fairness knob (DP-FERMI's ``fairness_weight``, RaCO-DP's
+``tolerance``, CGOO's ``difference_bound``; none for the threshold optimizer).
+Everything else is the estimator's default, so a candidate is what a user who
+picked that estimator would get. :func:`default_space` lists the candidates a
+search tries for a stated bound.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ..privacy.planning import planned_fit_event
+
+__all__ = ["FAMILIES", "FairCandidate", "default_space"]
+
+#: the families, and whether each needs the group at prediction time
+FAMILIES = {"dpfermi": False, "raco": False, "cgoo": False, "dpto": True}
+#: each family's knob parameter
+KNOBS = {"dpfermi": "fairness_weight", "raco": "tolerance", "cgoo": "difference_bound"}
+#: DP-FERMI's fairness weights tried for any bound (its knob is a weight, not a bound)
+FERMI_WEIGHTS = (1.0, 4.0, 16.0, 64.0)
+#: a bound-taking estimator is tried at the stated bound and at these shares of it
+BOUND_SHARES = (1.0, 0.5)
+
+
+def default_space(max_violation: float, group_at_predict: bool) -> list[dict]:
+    """The default candidates for a stated bound: one space per family.
+
+    DP-FERMI over ``FERMI_WEIGHTS``; RaCO-DP and CGOO at the bound and at half of it
+    (their own training-side bounds are optimistic on new rows); with
+    ``group_at_predict``, DPThresholdOptimizer on a DP-SGD base as well.
+    """
+    bounds = [float(max_violation) * share for share in BOUND_SHARES]
+    spaces = [
+        {"family": ["dpfermi"], "knob": list(FERMI_WEIGHTS)},
+        {"family": ["raco"], "knob": bounds},
+        {"family": ["cgoo"], "knob": bounds},
+    ]
+    if group_at_predict:
+        spaces.append({"family": ["dpto"], "knob": [None]})
+    return spaces
+
+
+class FairCandidate(ClassifierMixin, BaseEstimator):
+    """One fair estimator chosen by name: the unit a bound-first search draws.
+
+    Parameters
+    ----------
+    family : {"dpfermi", "raco", "cgoo", "dpto"}, default="dpfermi"
+        :class:`~skfairdp.DPFermiClassifier`, :class:`~skfairdp.RaCODPClassifier`,
+        :class:`~skfairdp.CGOOReduction`, or
+        :class:`~skfairdp.postprocessing.DPThresholdOptimizer` on a
+        :class:`~skfairdp.DPSGDClassifier` (needs the group at prediction time).
+    knob : float or None, default=None
+        The family's fairness knob (``fairness_weight``, ``tolerance``,
+        ``difference_bound``); None: the estimator's default.
+    fairness : {"demographic_parity", "equalized_odds", "equal_opportunity"}
+        The notion, passed to the estimator.
+    epsilon : float, default=1.0
+    delta : float or "auto", default="auto"
+    random_state : int, RandomState or None, default=None
+    secure_mode : bool, default=False
+
+    Attributes
+    ----------
+    estimator_ : estimator
+        The fitted estimator.
+    classes_, n_features_in_, dp_event_, privacy_spent_
+        Its.
+    """
+
+    def __init__(
+        self, family="dpfermi", knob=None, *, fairness="demographic_parity", epsilon=1.0,
+        delta="auto", random_state=None, secure_mode=False,
+    ):  # fmt: skip
+        self.family = family
+        self.knob = knob
+        self.fairness = fairness
+        self.epsilon = epsilon
+        self.delta = delta
+        self.random_state = random_state
+        self.secure_mode = secure_mode
+
+    def build(self) -> BaseEstimator:
+        """The unfitted estimator this candidate stands for."""
+        from .. import CGOOReduction, DPFermiClassifier, DPSGDClassifier, RaCODPClassifier
+        from ..postprocessing import DPThresholdOptimizer
+
+        if self.family not in FAMILIES:
+            raise ValueError(f"family must be one of {sorted(FAMILIES)}, got {self.family!r}")
+        common = {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "random_state": self.random_state,
+            "secure_mode": self.secure_mode,
+        }
+        name = KNOBS.get(self.family)
+        knob = {} if self.knob is None or name is None else {name: float(self.knob)}
+        if self.family == "dpfermi":
+            return DPFermiClassifier(self.fairness, **knob, **common)
+        if self.family == "raco":
+            return RaCODPClassifier(self.fairness, **knob, **common)
+        if self.family == "cgoo":
+            return CGOOReduction(constraints=self.fairness, **knob, **common)
+        return DPThresholdOptimizer(DPSGDClassifier(), constraints=self.fairness, **common)
+
+    @property
+    def needs_group(self) -> bool:
+        """Whether predictions need ``sensitive_features``."""
+        return FAMILIES.get(self.family, False)
+
+    def planned_event(self, n_samples: int):
+        """The event a fit on ``n_samples`` rows executes (see :func:`planned_fit_event`)."""
+        return planned_fit_event(self.build(), n_samples)
+
+    def fit(self, X, y, *, sensitive_features=None) -> FairCandidate:
+        """Fit the family's estimator.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, k)
+
+        Returns
+        -------
+        self
+        """
+        self.estimator_ = self.build().fit(X, y, sensitive_features=sensitive_features)
+        for name in ("classes_", "n_features_in_", "feature_names_in_", "dp_event_",
+                     "privacy_spent_"):  # fmt: skip
+            if hasattr(self.estimator_, name):
+                setattr(self, name, getattr(self.estimator_, name))
+        return self
+
+    def predict(self, X, *, sensitive_features=None) -> np.ndarray:
+        """Hard predictions (``sensitive_features`` is required by ``family="dpto"``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        sensitive_features : array-like, optional
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self, "estimator_")
+        if self.needs_group:
+            if sensitive_features is None:
+                raise ValueError(
+                    "this candidate (family='dpto') predicts with the group: pass "
+                    "predict(X, sensitive_features=...)"
+                )
+            return self.estimator_.predict(X, sensitive_features=sensitive_features)
+        return self.estimator_.predict(X)

@@ -1,0 +1,168 @@
+"""FairModelSearch: the bound-first search, its accounting (a data-independent choice of
+family), its split, its selection order and its certificate."""
+
+from __future__ import annotations
+
+import dp_accounting
+import numpy as np
+import pytest
+from dp_accounting.dp_event import RepeatAndSelectDpEvent
+from dp_accounting.rdp import RdpAccountant
+
+from skfairdp.model_selection import FairCandidate, FairModelSearch, default_space
+from skfairdp.model_selection.accounting import choice_cover, dominates
+from skfairdp.model_selection.fair_search import selection_tier
+from skfairdp.privacy import epsilon_spent
+from skfairdp.privacy.accountant import _rdp_of
+from skfairdp.privacy.choice import ChoiceDpEvent
+from skfairdp.privacy.events import compose
+
+FERMI = [{"family": ["dpfermi"], "knob": [4.0]}]
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::skfairdp.model_selection.NoQualifyingCandidateWarning"
+)
+
+
+def _data(n=900, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    s = rng.integers(0, 2, size=n)
+    y = (X[:, 0] + 0.8 * s + rng.normal(size=n) > 0.5).astype(int)
+    return X, y, s
+
+
+def _sampled(q, sigma, steps):
+    return dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), steps
+    )
+
+
+# -- accounting ----------------------------------------------------------------------
+def test_repeat_and_select_curve_matches_dp_accounting():
+    run = compose([_sampled(0.01, 1.1, 500), dp_accounting.GaussianDpEvent(18.0)])
+    for event in (
+        RepeatAndSelectDpEvent(run, 5.0, 0.5),
+        compose([RepeatAndSelectDpEvent(run, 8.0, 1.0), dp_accounting.GaussianDpEvent(20.0)]),
+    ):
+        accountant = RdpAccountant()
+        accountant.compose(event)
+        ours = epsilon_spent(event, 1e-5, accountant="rdp").epsilon
+        assert ours == pytest.approx(accountant.get_epsilon(1e-5), rel=1e-12)
+
+
+def test_choice_is_the_pointwise_max_and_cheaper_than_composition():
+    a = _sampled(0.01, 1.1, 500)  # many small steps: large at high orders
+    b = compose([dp_accounting.GaussianDpEvent(3.0), _sampled(0.2, 4.0, 20)])
+    assert not dominates(a, b) and not dominates(b, a)  # the curves cross
+    choice = ChoiceDpEvent([a, b])
+    np.testing.assert_allclose(_rdp_of(choice), np.maximum(_rdp_of(a), _rdp_of(b)))
+    assert dominates(choice, a) and dominates(choice, b)
+    searched = [RepeatAndSelectDpEvent(e, 5.0, 0.5) for e in (a, b, choice, compose([a, b]))]
+    eps = [epsilon_spent(e, 1e-5, accountant="rdp").epsilon for e in searched]
+    assert max(eps[0], eps[1]) <= eps[2] < eps[3]
+    event, exact = choice_cover([a, b, a])
+    assert exact and isinstance(event, ChoiceDpEvent) and event.events == [a, b]
+    assert choice_cover([a, a]) == (a, True)
+
+
+def test_choice_event_is_rdp_only():
+    event = ChoiceDpEvent([_sampled(0.01, 1.1, 10), dp_accounting.GaussianDpEvent(2.0)])
+    with pytest.raises(dp_accounting.UnsupportedEventError):
+        epsilon_spent(event, 1e-5, accountant="pld")
+    inner = ChoiceDpEvent([dp_accounting.NonPrivateDpEvent(), dp_accounting.GaussianDpEvent(2.0)])
+    assert epsilon_spent(inner, 1e-5, accountant="rdp").epsilon == np.inf
+
+
+# -- selection -----------------------------------------------------------------------
+def test_selection_tiers():
+    bound = 0.05
+    certified = selection_tier({"score": 0.70, "violation": 0.01}, 0.04, bound)
+    point_only = selection_tier({"score": 0.90, "violation": 0.03}, 0.20, bound)
+    neither = selection_tier({"score": 0.95, "violation": 0.30}, 0.40, bound)
+    fairer = selection_tier({"score": 0.60, "violation": 0.10}, 0.30, bound)
+    assert certified > point_only > fairer > neither
+    assert selection_tier({"score": 0.8, "violation": 0.0}, 0.04, bound) > certified
+
+
+def test_default_space():
+    assert {s["family"][0] for s in default_space(0.05, False)} == {"dpfermi", "raco", "cgoo"}
+    spaces = default_space(0.04, True)
+    assert {s["family"][0] for s in spaces} == {"dpfermi", "raco", "cgoo", "dpto"}
+    raco = next(s for s in spaces if s["family"] == ["raco"])
+    assert raco["knob"] == [0.04, 0.02]
+
+
+# -- the search end to end -------------------------------------------------------------
+def test_fit_spends_within_budget_and_certifies_on_unseen_rows(monkeypatch):
+    X, y, s = _data()
+    ids = np.arange(len(y), dtype=np.float32)
+    X = np.column_stack([X, ids / 1e4])  # a row id the spies can read back
+    seen = {"fit": set(), "predict": []}
+    fit, predict = FairCandidate.fit, FairCandidate.predict
+
+    def spy_fit(self, X, y, **kw):
+        seen["fit"].update(np.rint(X[:, -1] * 1e4).astype(int).tolist())
+        return fit(self, X, y, **kw)
+
+    def spy_predict(self, X, **kw):
+        seen["predict"].append(set(np.rint(X[:, -1] * 1e4).astype(int).tolist()))
+        return predict(self, X, **kw)
+
+    monkeypatch.setattr(FairCandidate, "fit", spy_fit)
+    monkeypatch.setattr(FairCandidate, "predict", spy_predict)
+    search = FairModelSearch(
+        "demographic_parity", 0.2, epsilon=2.0, candidates=FERMI, n_candidates_mean=2,
+        random_state=0,
+    ).fit(X, y, sensitive_features=s)  # fmt: skip
+    assert search.privacy_spent_.epsilon <= 2.0 + 1e-9
+    assert isinstance(search.dp_event_, dp_accounting.ComposedDpEvent)
+    certified = seen["predict"][-1]  # the certificate's predictions come last
+    validation = seen["predict"][0]
+    assert len(certified) == int(np.ceil(0.2 * len(y)))
+    assert not certified & seen["fit"] and not certified & validation
+    assert not validation & seen["fit"]
+    cert = search.certificate_
+    lo, hi = cert.violation_interval
+    assert 0.0 <= lo <= hi and cert.confidence == 0.95 and cert.n_rows == len(certified)
+    assert cert.meets_bound == (hi <= 0.2)
+    assert search.predict(X[:7]).shape == (7,)
+
+
+def test_mixed_families_are_accounted_as_a_choice():
+    X, y, s = _data(700)
+    search = FairModelSearch(
+        "demographic_parity", 0.2, epsilon=3.0, n_candidates_mean=2, random_state=1,
+        candidates=[{"family": ["dpfermi"], "knob": [4.0]},
+                    {"family": ["raco"], "knob": [0.1]}],
+    ).fit(X, y, sensitive_features=s)  # fmt: skip
+    search_event = search.dp_event_.events[0]
+    assert isinstance(search_event, RepeatAndSelectDpEvent)
+    fit_cover = search_event.event.events[0]
+    assert isinstance(fit_cover, ChoiceDpEvent) and len(fit_cover.events) == 2
+    assert search.privacy_spent_.epsilon <= 3.0 + 1e-9
+    assert search.best_params_["family"] in {"dpfermi", "raco"}
+
+
+@pytest.mark.parametrize(
+    "kwargs, fit_kwargs, match",
+    [
+        ({}, {"sensitive_features": None}, "sensitive_features"),
+        ({"candidates": [{"family": ["dpto"]}]}, {}, "group_at_predict"),
+        ({"candidates": [{"family": ["svm"]}]}, {}, "family must be one of"),
+        ({"candidates": [{"lr": [0.1]}]}, {}, "'family' and 'knob' only"),
+        ({"certification_size": 0.5, "validation_size": 0.5}, {}, "training rows"),
+        ({"epsilon": 0.0}, {}, "epsilon"),
+        ({"max_violation": -0.1}, {}, "max_violation"),
+    ],
+)
+def test_bad_input(kwargs, fit_kwargs, match):
+    X, y, s = _data(200)
+    fit_kwargs = {"sensitive_features": s, **fit_kwargs}
+    with pytest.raises((ValueError, TypeError), match=match):
+        FairModelSearch(**{"candidates": FERMI, **kwargs}).fit(X, y, **fit_kwargs)
+
+
+def test_multiclass_labels_rejected():
+    X, y, s = _data(200)
+    with pytest.raises(ValueError, match="binary"):
+        FairModelSearch(candidates=FERMI).fit(X, y + (X[:, 1] > 1), sensitive_features=s)
