@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import skfairdp
-from skfairdp.model_selection import PrivateSearchCV
+from skfairdp.model_selection import FairModelSearch, PrivateSearchCV
 from skfairdp.postprocessing import DPThresholdOptimizer
 from skfairdp.preprocessing import DPOneHotEncoder, DPSimpleImputer, DPStandardScaler
 
@@ -21,6 +21,7 @@ PACKAGE = Path(skfairdp.__file__).parent
 PUBLIC_ESTIMATORS = [
     *(getattr(skfairdp, name) for name in skfairdp.__all__ if name != "__version__"),
     PrivateSearchCV,
+    FairModelSearch,
     DPStandardScaler,
     DPOneHotEncoder,
     DPSimpleImputer,

@@ -273,7 +273,9 @@ class ErmiProblem:
         self._part = 0
         if self.split is not None:
             return (public, private / self._penalty_rescale(s, block, weight)), {
-                "loss": loss, "psi": psi * (weight != 0)}
+                "loss": loss,
+                "psi": psi * (weight != 0),
+            }
         objectives = (public, private) if self.sensitive_unit else (public + private,)
         return objectives, {"loss": loss, "psi": psi * (weight != 0)}
 
@@ -321,8 +323,9 @@ class ErmiProblem:
         scale = weight * self.pinv[block, s].pow(2) / self.penalty_scale_max
         return torch.where(scale > 0, scale.clamp(max=1.0), torch.ones_like(scale))
 
-    def _split_sum(self, per_sample, X, y, s, block, weight, dual_weight, own, shared,
-                   weights=None):
+    def _split_sum(
+        self, per_sample, X, y, s, block, weight, dual_weight, own, shared, weights=None
+    ):
         """``private_sum`` of the split clip: the loss objective (first call of a step)
         clipped at ``(1 - share) C``, the penalty (second) at ``f_i share C`` (the
         objective is the penalty over ``f_i``; ``f_i`` multiplies after clipping, as a

@@ -34,9 +34,10 @@ the largest inner ``epsilon`` (given to every run's estimator, with the total
 ``delta``) whose run event, repeated and selected, costs at most ``epsilon``.
 Runs whose hyperparameters give different fit events (e.g. ``fairness_weight=0``
 vs ``> 0`` in DP-FERMI) are covered by the one that dominates the others' RDP
-curves, or by their composition when none does (conservative; a warning says
-so). Every run's recorded event is checked against the plan before its score is
-released.
+curves, or, when none does, by their data-independent choice
+(:class:`~skfairdp.privacy.choice.ChoiceDpEvent`: the pointwise maximum of their
+curves, since a run draws its hyperparameters independently of the data). Every
+run's recorded event is checked against the plan before its score is released.
 
 **Selection.** With ``fairness`` and ``max_violation`` set, a run that meets the
 bound on the noisy violation beats every run that does not; among those that
@@ -64,7 +65,7 @@ from .._fit.parameters import store_parameters
 from ..privacy import EventRecorder, RandomSource, noisy_count, resolve_delta
 from ..privacy.events import compose
 from ..privacy.spent import spent_event
-from .accounting import ACCOUNTANT_OPTIONS, dominates, rdp_spent
+from .accounting import ACCOUNTANT_OPTIONS, choice_cover, dominates, rdp_spent
 from .calibration import (
     InnerBudget,
     NoInnerBudget,
@@ -181,8 +182,9 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
     privacy_spent_ : PrivacySpent
         ``(epsilon, delta)`` of ``dp_event_`` (RDP accountant), at most the budget.
     exact_cover_ : bool
-        Whether the planned run event is one of the candidates' (False: the
-        composition of several, conservative).
+        Whether the planned run event is one of the candidates' or their
+        data-independent choice (:class:`~skfairdp.privacy.choice.ChoiceDpEvent`, the
+        pointwise maximum of their RDP curves); False: a composition (conservative).
     n_features_in_ : int
     classes_ : ndarray
 
@@ -276,6 +278,7 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
                 delta=delta,
                 n_train=n_samples - n_val,
                 search_event=lambda fit_event: self._search_event(fit_event, z),
+                combine=choice_cover,
             )
         except NoInnerBudget:
             raise ValueError(
