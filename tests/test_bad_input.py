@@ -541,3 +541,22 @@ def test_X_prefix_added_once_and_only_where_needed():
     with pytest.raises(ValueError) as info:
         fit(make("DPFermi"), X=_with(np.nan))
     assert not str(info.value).startswith("Invalid X")
+
+
+def test_missing_and_categorical_values_point_to_the_private_steps():
+    """Issue 38: NaN in X names DPSimpleImputer (not scikit-learn's exact imputers); a string
+    column names DPOneHotEncoder."""
+    import pandas as pd
+
+    from skfairdp import DPFermiClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y, s = np.tile([0, 1], 20), np.repeat([0, 1], 20)
+    X[3, 1] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN") as info:
+        DPFermiClassifier().fit(X, y, sensitive_features=s)
+    assert "DPSimpleImputer" in str(info.value) and "sklearn.ensemble" not in str(info.value)
+    frame = pd.DataFrame({"a": rng.normal(size=40), "c": ["u", "v"] * 20})
+    with pytest.raises(ValueError, match="DPOneHotEncoder"):
+        DPFermiClassifier().fit(frame, y, sensitive_features=s)

@@ -34,19 +34,30 @@ _EXPECTED_X = (
 )
 _EXPECTED_Y = "expected a 1-D array-like of class labels, shape (n_samples,)"
 _EXPECTED_Y_NUMERIC = "expected a 1-D array-like of finite numbers, shape (n_samples,)"
+_NAN_HINT = (
+    "Impute privately first, e.g. make_pipeline(DPSimpleImputer(bounds=...), estimator) "
+    "with skfairdp.preprocessing.DPSimpleImputer, or drop those rows: scikit-learn's "
+    "SimpleImputer and IterativeImputer read the rows exactly, so their statistics are not "
+    "private."
+)
 _NOT_NUMERIC = re.compile(r"could not convert|argument must be a string or a(?: real)? number")
 
 
 def _named(exc: Exception, name: str, expected: str) -> Exception:
     """``exc`` (ValueError/TypeError), its message prefixed with ``name`` unless it names it."""
     message = str(exc)
+    if name == "X" and type(exc) is ValueError and "contains NaN" in message:
+        first = message.split("\n")[0]  # scikit-learn's own advice points to exact imputers
+        return ValueError(f"{first} {_NAN_HINT}")
     if type(exc) not in (ValueError, TypeError) or re.search(rf"\b{name}\b", message):
         return exc
     hint = ""
     if name == "X" and _NOT_NUMERIC.search(message):
         hint = (
-            " X must be numeric: encode categorical or string columns first, e.g. with a "
-            "ColumnTransformer and OneHotEncoder (whose sparse output is accepted)."
+            " X must be numeric: encode categorical or string columns first, privately: "
+            "skfairdp.preprocessing.DPOneHotEncoder in a ColumnTransformer (or "
+            "OneHotEncoder(categories=[...]) with declared categories, which reads no row; "
+            "both sparse outputs are accepted)."
         )
     elif name == "y" and "not supported between instances" in message:
         hint = " The labels in y mix types (e.g. str and int): use one type for all labels."
