@@ -3,8 +3,10 @@
 Each is a dict: ``file`` (from the repository root), ``old`` (a string that occurs exactly
 once in that file), ``new``, ``description``, ``klass`` (the issue-28 class: 1 a release
 noised for a smaller sensitivity than it has; 2 noise drawn and recorded but the exact
-statistic used downstream; 3 ``secure_mode=True`` falling back to a seeded generator) and
-``focus`` (the test file expected to catch it, run first). ``tools/mutation_score.py``
+statistic used downstream; 3 ``secure_mode=True`` falling back to a seeded generator; 4
+a bug class a peer DP library shipped, issue 35: Opacus #571/#819, diffprivlib #105,
+SmartNoise #622, OpenDP #2345/#2708, jax-privacy #84) and ``focus`` (the test file
+expected to catch it, run first). ``tools/mutation_score.py``
 applies each to a copy of the repository and runs the privacy tests. This is data, not a
 test module; add a mutant with every new release.
 """
@@ -194,5 +196,82 @@ MUTANTS = [
         "new": "    if False:\n",
         "description": "a secure randomised classifier's predict draws from its random_state",
         "focus": "tests/test_secure_mode.py",
+    },
+    # -- class 4: bug classes peer libraries shipped (issue 35; tests/test_bug_classes.py) -
+    {
+        "name": "peer-opacus-realised-batch",
+        "klass": 4,
+        "file": "skfairdp/engine/step.py",
+        "old": "        return float(expected_batch_size)",
+        "new": "        return float(max(Xb.shape[0], 1))",
+        "description": "Opacus #571/#819: a private step divides by the realised batch size",
+        "focus": "tests/test_bug_classes.py",
+    },
+    {
+        "name": "peer-diffprivlib-zero-lower",
+        "klass": 4,
+        "file": "skfairdp/preprocessing/scaler.py",
+        "old": "sensitivity=math.sqrt(2 * d)",
+        "new": "sensitivity=math.sqrt(2 * d) * float(np.clip(np.abs(self.lower_).min(), 1e-9, 1))",
+        "description": "diffprivlib #105: the scaler's sensitivity scaled by |lower|, ~0 at "
+        "lower = 0 (an exact 0 is refused by the mechanisms)",
+        "focus": "tests/test_bug_classes.py",
+    },
+    {
+        "name": "peer-smartnoise-scaler-unclipped",
+        "klass": 4,
+        "file": "skfairdp/preprocessing/scaler.py",
+        "old": "    u = (np.clip(X, lower, upper) - middle) / half",
+        "new": "    clipped = np.clip(X, lower, upper)  # noqa: F841\n    u = (X - middle) / half",
+        "description": "SmartNoise #622: the scaler clips, then sums the unclipped values",
+        "focus": "tests/test_bug_classes.py",
+    },
+    {
+        "name": "peer-smartnoise-engine-unclipped",
+        "klass": 4,
+        "file": "skfairdp/engine/clipping.py",
+        "old": "    factors = clip_factors(norms, max_norm)",
+        "new": "    factors = torch.ones_like(clip_factors(norms, max_norm))",
+        "description": "SmartNoise #622: clip factors computed, the unclipped gradients summed",
+        "focus": "tests/test_bug_classes.py",
+    },
+    {
+        "name": "peer-opendp-encoder-empty-zero",
+        "klass": 4,
+        "file": "skfairdp/preprocessing/encoder.py",
+        "old": "        noisy = noisy.numpy()",
+        "new": "        noisy = np.where(np.asarray(counts) > 0, noisy.numpy(), 0.0)",
+        "description": "OpenDP #2345: an empty declared category released as an exact 0",
+        "focus": "tests/test_bug_classes.py",
+    },
+    {
+        "name": "peer-opendp-frame-empty-zero",
+        "klass": 4,
+        "file": "skfairdp/evaluation/table.py",
+        "old": "return Release(noisy.numpy(), z, sensitivity, resolved, recorder.build())",
+        "new": "return Release(np.where(table.sum(1, keepdims=True) > 0, noisy.numpy(), 0.0), "
+        "z, sensitivity, resolved, recorder.build())",
+        "description": "OpenDP #2708: PrivateMetricFrame fills a declared empty group with 0s",
+        "focus": "tests/test_bug_classes.py",
+    },
+    {
+        "name": "peer-jaxprivacy-fixed-size",
+        "klass": 4,
+        "file": "skfairdp/privacy/sampling.py",
+        "old": "        positions = bernoulli_positions(n * steps, q, self.random)",
+        "new": "        return [np.sort(self.random.permutation(n)[: round(q * n)]) "
+        "for _ in range(steps)]",
+        "description": "jax-privacy #84: fixed-size shuffled batches, accounted as Poisson "
+        "(in memory and in each data-parallel shard)",
+        "focus": "tests/test_bug_classes.py",
+    },
+    {
+        "name": "peer-jaxprivacy-parquet-rate",
+        "klass": 4,
+        "file": "skfairdp/data/buckets.py",
+        "old": "positions = bernoulli_positions(m * steps, self.sampling_rate, self.random)",
+        "new": "positions = bernoulli_positions(m * steps, 2 * self.sampling_rate, self.random)",
+        "description": "jax-privacy #84: the Parquet passes draw at 2q, q is recorded",
+        "focus": "tests/test_bug_classes.py",
     },
 ]
