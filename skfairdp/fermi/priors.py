@@ -181,6 +181,7 @@ def release_priors(
             source=(
                 f"come from a noisy histogram (noise multiplier {statistics_multiplier:.3g}, "
                 f"{GROUP_PRIOR_BUDGET_SHARE:.0%} of epsilon) of n={n} rows"
+                + _noise_dominates(counts_std, n, n_groups)
                 if private
                 else f"were counted on the n={n} training rows (epsilon=inf)"
             ),
@@ -193,6 +194,16 @@ def release_priors(
         )
     event = gaussian_release_event(statistics_multiplier) if releases_histogram else NoOpDpEvent()
     return PriorRelease(priors, label_weights, block, active, n_blocks, n_groups, event, rho)
+
+
+def _noise_dominates(counts_std: float, n: int, n_groups: int) -> str:
+    """A clause for the warning when the counts' noise is as large as a group's share of n."""
+    if counts_std < 0.5 * n / max(n_groups, 1):
+        return ""
+    return (
+        f" (noise std {counts_std:.3g} against {n} rows: an estimated fraction of 0 here is "
+        "noise, not a sign that the group is small or absent)"
+    )
 
 
 def group_frequencies(
