@@ -22,6 +22,7 @@ from skfairdp.fermi import DPFermiClassifier, ermi
 from skfairdp.fermi.problem import GROUP_PRIOR_BUDGET_SHARE, ErmiProblem
 from skfairdp.metrics import demographic_parity_violation
 from skfairdp.privacy import epsilon_spent, resolve_delta
+from skfairdp.privacy.accountant import pld_discretization
 
 # Small fits (some with an unseeded custom module) may come out degenerate; no test here
 # checks that warning (test_hardening.py does).
@@ -833,9 +834,10 @@ def test_dual_rates_leave_the_accounting_unchanged(biased_data, privacy_unit):
     if privacy_unit == "record":
         accountant = dp_accounting.rdp.RdpAccountant()
     else:
+        # the grid the library picks for this event (issue 35: per event, not a fixed 1e-3)
         accountant = dp_accounting.pld.PLDAccountant(
             neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE,
-            value_discretization_interval=1e-3,
+            value_discretization_interval=pld_discretization(hard.dp_event_, "sensitive"),
         )
     accountant.compose(hard.dp_event_)
     direct = accountant.get_epsilon(delta)

@@ -141,8 +141,8 @@ def _unmet(estimator, ctx: FitContext, exc: Exception) -> str:
     hint = (
         "or use accountant='pld', tighter for small epsilon"
         if accountant == "rdp"
-        else f"the PLD accountant's discretisation ({PLD_DISCRETIZATION:g}) floors the "
-        "epsilon it can certify near that value"
+        else f"the PLD accountant's discretisation (chosen per event, at most "
+        f"{PLD_DISCRETIZATION:g}) floors the epsilon it can certify near that value"
     )
     return (
         f"epsilon={estimator.epsilon:g} at delta={ctx.delta:g} cannot be met by the "

@@ -5,7 +5,8 @@ once in that file), ``new``, ``description``, ``klass`` (the issue-28 class: 1 a
 noised for a smaller sensitivity than it has; 2 noise drawn and recorded but the exact
 statistic used downstream; 3 ``secure_mode=True`` falling back to a seeded generator; 4
 a bug class a peer DP library shipped, issue 35: Opacus #571/#819, diffprivlib #105,
-SmartNoise #622, OpenDP #2345/#2708, jax-privacy #84) and ``focus`` (the test file
+SmartNoise #622, OpenDP #2345/#2708, jax-privacy #84; 5 an interval that reports
+less uncertainty than the release has, issue 35) and ``focus`` (the test file
 expected to catch it, run first). ``tools/mutation_score.py``
 applies each to a copy of the repository and runs the privacy tests. This is data, not a
 test module; add a mutant with every new release.
@@ -273,5 +274,26 @@ MUTANTS = [
         "new": "positions = bernoulli_positions(m * steps, 2 * self.sampling_rate, self.random)",
         "description": "jax-privacy #84: the Parquet passes draw at 2q, q is recorded",
         "focus": "tests/test_bug_classes.py",
+    },
+    # -- class 5: an interval more optimistic than the release (issue 35) -------------
+    {
+        "name": "frame-interval-unweighted",
+        "klass": 5,
+        "file": "skfairdp/evaluation/frame.py",
+        "old": "self._released, self.noise_std_, int(self.n_draws), rng",
+        "new": "self._released, self.noise_multiplier_, int(self.n_draws), rng",
+        "description": "PrivateMetricFrame's intervals integrate noise of std noise_multiplier_, "
+        "ignoring max_sample_weight (the release's sensitivity)",
+        "focus": "tests/test_interval_honesty.py",
+    },
+    {
+        "name": "eo-interval-no-split",
+        "klass": 5,
+        "file": "skfairdp/evaluation/violations.py",
+        "old": "each = confidence if len(NOTIONS[notion]) == 1 else 1 - (1 - confidence) / len(",
+        "new": "each = confidence if True else 1 - (1 - confidence) / len(",
+        "description": "the equalized-odds interval takes both differences at the full "
+        "confidence (no Bonferroni split)",
+        "focus": "tests/test_interval_honesty.py",
     },
 ]
