@@ -32,6 +32,7 @@ import shutil
 import socket
 import struct
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -67,8 +68,6 @@ class ScratchDir:
     """
 
     def __init__(self, parent=None):
-        import tempfile
-
         parent = Path(parent if parent is not None else tempfile.gettempdir())
         remove_stale(parent)
         self._aead = AESGCM(os.urandom(32))  # the key lives in this object only
@@ -171,10 +170,10 @@ def _stat(pid: int) -> tuple[str, int] | None:
     """``(state, start time in clock ticks since boot)`` of a process, from /proc."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
-    except (OSError, ValueError):
+        fields = text[text.rfind(")") + 2 :].split()  # after the command name, from field 3
+        return fields[0], int(fields[19])  # fields 3 (state) and 22 (starttime)
+    except (OSError, ValueError, IndexError):
         return None
-    fields = text[text.rfind(")") + 2 :].split()  # after the command name, from field 3
-    return fields[0], int(fields[19])  # fields 3 (state) and 22 (starttime)
 
 
 def _has_proc() -> bool:
