@@ -14,7 +14,9 @@ independently, at rate ``q``, whatever the chunking: each batch is exactly a
 Poisson sample of all ``n`` rows, as the accountant assumes.
 
 Memory: one chunk of features while writing, one bucket while reading; disk: one
-epoch's records (about the table's float32 size), removed after the epoch.
+epoch's records (about the table's float32 size), removed after the epoch. The
+files are encrypted with a key held only in memory and removed on any exit Python
+sees (:mod:`.scratch`, :mod:`.exits`).
 
 With ``prefetch`` the next epoch's pass runs in a background thread while this
 epoch trains (two epochs' records on disk then). The pass draws from its own
@@ -37,6 +39,8 @@ from tqdm.auto import tqdm
 
 from ..privacy.random import RandomSource
 from ..privacy.sampling import bernoulli_positions
+from . import exits
+from .scratch import ScratchDir
 
 __all__ = ["BucketedSampler"]
 
@@ -63,7 +67,10 @@ class BucketedSampler:
         ``S = ceil(n / batch_size)`` steps drawn uniformly (batch sizes vary
         around ``batch_size``; nothing is accounted).
     scratch_dir : str or path-like, optional
-        Parent of each epoch's temporary directory (default: the system's).
+        Parent of each epoch's temporary directory (default: the system's). Its
+        files are encrypted (:class:`~skfairdp.data.scratch.ScratchDir`); while
+        :meth:`epoch` runs in the main thread, SIGTERM, SIGINT and SIGHUP remove
+        them before the process acts on the signal, until :meth:`close`.
     verbose : int
         ``>= 1``: a progress bar over each pass's chunks.
     prefetch : bool
@@ -106,9 +113,10 @@ class BucketedSampler:
         self.n_buckets = math.ceil(steps / self.steps_per_bucket)
         self.n_features = int(source.shape[1])
         self._background = _Background()
+        self._signals = _Signals()
         # a pass still pending when the sampler is dropped (a fit that failed before
         # training) is discarded with its files
-        weakref.finalize(self, self._background.discard)
+        weakref.finalize(self, _drop, self._background, self._signals)
 
     @property
     def expected_batch_size(self) -> float:
@@ -125,18 +133,22 @@ class BucketedSampler:
     # -- one epoch -------------------------------------------------------------------
     def epoch(self):
         """Yield ``(indices, rows)`` per step: sorted int64 row indices, their float32 rows."""
-        pending, self._background.pending = self._background.pending, None
+        self._signals.hold()  # scratch files exist from here until close()
+        pending = self._background.pending
+        # pending stays known to close() while we wait: a KeyboardInterrupt here must
+        # not leave the pass running on, unseen, into a folder nobody removes
         folder = pending.result() if pending is not None else self._pass()
+        self._background.pending = None
         try:
             if self.epochs is None or self.passes < self.epochs:
                 self.start()
             steps = self.steps_per_epoch
             for b in range(self.n_buckets):
                 first = b * self.steps_per_bucket
-                path = folder / f"bucket-{b:05d}.bin"
-                yield from self._read_bucket(path, first, min(self.steps_per_bucket, steps - first))
+                data = folder.read(b)
+                yield from self._read_bucket(data, first, min(self.steps_per_bucket, steps - first))
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            folder.remove()
 
     def start(self) -> None:
         """With ``prefetch``: start the next pass in a background thread."""
@@ -144,8 +156,9 @@ class BucketedSampler:
             self._background.pending = self._background.submit(self._pass)
 
     def close(self) -> None:
-        """Stop and discard a prefetched pass (its scratch files included)."""
+        """Stop and discard a prefetched pass (its scratch files included); restore the signals."""
         self._background.discard()
+        self._signals.release()
 
     def assign(self, m: int) -> tuple[np.ndarray, np.ndarray]:
         """The (step, row) pairs drawn for a chunk of ``m`` rows, sorted by step then row."""
@@ -160,10 +173,10 @@ class BucketedSampler:
         positions = bernoulli_positions(m * steps, self.sampling_rate, self.random)
         return positions // m, positions % m
 
-    def _pass(self) -> Path:
+    def _pass(self) -> ScratchDir:
         """One streaming pass: every chunk's draws appended to the bucket files of a new folder."""
         self.passes += 1
-        folder = Path(tempfile.mkdtemp(prefix="skfairdp-buckets-", dir=self._scratch()))
+        folder = ScratchDir(self._scratch())
         edges = np.arange(1, self.n_buckets) * self.steps_per_bucket
         chunks = tqdm(
             self.source.iter_features(),
@@ -173,10 +186,10 @@ class BucketedSampler:
             unit="chunk",
             leave=False,
         )
-        paths = [folder / f"bucket-{b:05d}.bin" for b in range(self.n_buckets)]
         try:
-            files = [open(path, "wb") for path in paths]  # noqa: SIM115 (closed below)
+            files = []
             try:
+                files.extend(folder.open(b) for b in range(self.n_buckets))
                 for start, X in chunks:
                     if self._background.cancel.is_set():
                         raise _Cancelled
@@ -192,13 +205,12 @@ class BucketedSampler:
                 for file in files:
                     file.close()
         except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
+            folder.remove()
             raise
         return folder
 
-    def _read_bucket(self, path: Path, first: int, count: int):
-        data = np.fromfile(path, dtype=np.uint8)
-        path.unlink()
+    def _read_bucket(self, data: np.ndarray, first: int, count: int):
+        """The steps ``first .. first + count - 1`` of a bucket's plaintext ``data``."""
         rows, steps, xs, offset = [], [], [], 0
         while offset < len(data):
             m = int(np.frombuffer(data, np.int64, 1, offset)[0])
@@ -238,6 +250,28 @@ class BucketedSampler:
         return None if folder is None else str(folder)
 
 
+class _Signals:
+    """One sampler's :func:`~skfairdp.data.exits.hold` of the signal handlers."""
+
+    def __init__(self):
+        self.held = False
+
+    def hold(self) -> None:
+        if not self.held:
+            self.held = exits.hold()
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            exits.release()
+
+
+def _drop(background: _Background, signals: _Signals) -> None:
+    """A dropped sampler: discard its pending pass, release its hold."""
+    background.discard()
+    signals.release()
+
+
 class _Cancelled(Exception):
     """A prefetched pass stopped by :meth:`BucketedSampler.close`."""
 
@@ -261,7 +295,7 @@ class _Background:
         pending, self.pending = self.pending, None
         if pending is not None:
             try:
-                shutil.rmtree(pending.result(), ignore_errors=True)
+                pending.result().remove()
             except Exception:  # noqa: S110 (cancelled, or failed: the pass removed its folder)
                 pass
         if self.executor is not None:
