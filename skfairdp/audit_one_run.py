@@ -51,10 +51,11 @@ from scipy.stats import binom
 
 from .audit import canary_score
 
+# ZeroInitLinear is public but kept out of __all__: the API pages document inherited
+# members, and a torch.nn.Module subclass would bring in torch's own docstrings.
 __all__ = [
     "CanarySet",
     "OneRunResult",
-    "ZeroInitLinear",
     "dirac_canaries",
     "dirac_weight_score",
     "guess_counts",
@@ -250,6 +251,18 @@ def one_run_bound(
     Returns
     -------
     OneRunResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfairdp.audit_one_run import one_run_bound
+    >>> included = np.arange(1000) % 2 == 0
+    >>> scores = included + np.random.default_rng(0).normal(size=1000)  # mu = 1
+    >>> result = one_run_bound(scores, included)
+    >>> result.r, result.v  # the best grid point: 2k guesses, v of them right
+    (288, 244)
+    >>> round(result.epsilon_lower_bound, 2)
+    1.28
     """
     scores = np.asarray(scores, dtype=np.float64)
     included = np.asarray(included, dtype=bool)
@@ -380,7 +393,7 @@ def dirac_canaries(
     almost entirely on the weights when ``value`` is large, so after clipping it
     is (nearly) a Dirac of norm ``C`` there, and no other row moves those
     weights. Read with :func:`dirac_weight_score` on a model that starts at zero
-    (:class:`ZeroInitLinear`) and keeps its logits small (a small ``lr``), the
+    (``skfairdp.audit_one_run.ZeroInitLinear``) and keeps its logits small (a small ``lr``), the
     canary's weight is the sum of the noisy updates on its coordinate: the
     Gaussian mechanism the accountant composes.
 
