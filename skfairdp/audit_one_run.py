@@ -7,7 +7,7 @@ the canaries, never the coin flips) scores every canary. It guesses "IN" for the
 ``k`` highest scores, "OUT" for the ``k`` lowest and abstains on the rest. If the
 fit is ``(epsilon, delta)``-DP under add/remove-one, the number ``v`` of correct
 guesses among the ``r = 2k`` is stochastically dominated as in the paper's
-Theorem 5.2 / Corollary 5.4 (the binomial-tail bound with ``delta``,
+Corollary 5.4 of arXiv:2305.08846 (the binomial-tail bound with ``delta``,
 :func:`one_run_p_value`), so a large ``v`` rejects "the fit is
 ``(epsilon, delta)``-DP" and the largest rejected ``epsilon`` is a lower bound
 (:func:`one_run_epsilon_lower_bound`, the paper's Appendix D).
@@ -71,7 +71,7 @@ __all__ = [
 def one_run_p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> float:
     """P-value of ``v`` correct guesses out of ``r`` under ``(epsilon, delta)``-DP.
 
-    Steinke, Nasr & Jagielski (2023), Theorem 5.2 with Corollary 5.4 (their
+    Steinke, Nasr & Jagielski (2023, arXiv:2305.08846), Corollary 5.4 (their
     Appendix D's ``p_value_DP_audit``): with ``q = e^eps / (1 + e^eps)``,
     ``beta = P[Binomial(r, q) >= v]`` and
     ``alpha = max_{1 <= i <= v} P[v - i <= Binomial(r, q) < v] / i``, the
