@@ -117,6 +117,7 @@ API_SECTIONS = [
     ("skfairdp.datasets", "Bundled datasets", None),
     ("skfairdp.diagnostics", "Disparate-impact diagnostics", None),
     ("skfairdp.audit", "Empirical privacy auditing", None),
+    ("skfairdp.audit_one_run", "Privacy auditing with one training run", None),
     ("skfairdp.benchmarks", "Benchmarks (``skfairdp benchmark``)", None),
 ]
 

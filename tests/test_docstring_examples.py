@@ -31,6 +31,7 @@ PUBLIC_MODULES = (
     "skfairdp.datasets",
     "skfairdp.diagnostics",
     "skfairdp.audit",
+    "skfairdp.audit_one_run",
     "skfairdp.benchmarks",
 )
 
