@@ -72,7 +72,21 @@ class FairCandidate(ClassifierMixin, BaseEstimator):
     estimator_ : estimator
         The fitted estimator.
     classes_, n_features_in_, dp_event_, privacy_spent_
-        Its.
+        The fitted estimator's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfairdp.model_selection import FairCandidate
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(600, 3))
+    >>> s = rng.integers(0, 2, size=600)
+    >>> y = (X[:, 0] + 0.5 * s + rng.normal(size=600) > 0.5).astype(int)
+    >>> clf = FairCandidate("raco", 0.1, epsilon=2.0, random_state=0)
+    >>> type(clf.build()).__name__
+    'RaCODPClassifier'
+    >>> clf.fit(X, y, sensitive_features=s).predict(X[:4]).shape
+    (4,)
     """
 
     def __init__(
