@@ -36,6 +36,7 @@ TEST_FILES = [
     "tests/test_secure_mode.py",
     "tests/test_privacy.py",
     "tests/test_privacy_mutants.py",
+    "tests/test_discrete_noise.py",
 ]
 EXTRA_PATTERNS = ["tests/test_*conformance*.py", "tests/test_*neighbo*.py"]
 REPORT = ROOT / "experiments" / "results" / "mutation_score.md"

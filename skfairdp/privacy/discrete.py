@@ -55,33 +55,38 @@ _NARROW_BITS = 32
 _SQUARE_LIMIT = 1 << 31
 
 
-def _words(n: int, wide: bool) -> np.ndarray:
-    """``n`` uniform 64-bit (``wide``) or 32-bit words from ``os.urandom``, as uint64."""
-    if wide:
-        return np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
-    return np.frombuffer(os.urandom(4 * n), dtype=np.uint32).astype(np.uint64)
-
-
 def _uniform_below(m: np.ndarray) -> np.ndarray:
     """One exact uniform draw from ``{0, ..., m_i - 1}`` per entry of ``m`` (uint64, >= 1).
 
-    A word ``w`` of ``b`` bits is kept when ``w >= 2**b mod m`` (then ``w mod m`` is
-    uniform: the kept range has a multiple of ``m`` values) and redrawn otherwise.
+    A word ``w`` of ``b`` bits (32 when every ``m_i < 2**32``, else 64) from
+    ``os.urandom`` is kept when ``w >= 2**b mod m`` (then ``w mod m`` is uniform: the
+    kept range holds a multiple of ``m`` values) and redrawn otherwise.
     """
     m = np.asarray(m, dtype=np.uint64).reshape(-1)
-    out = np.empty(m.size, dtype=np.uint64)
     if m.size == 0:
-        return out
-    wide = bool(m.max() >= np.uint64(1 << 32))
-    span = None if wide else np.uint64(1 << 32)
-    low = (~m + _ONE) % m if wide else span % m  # 2**64 mod m (uint64 wraps) or 2**32 mod m
-    todo = np.arange(m.size)
+        return np.empty(0, dtype=np.uint64)
+    if m.max() < np.uint64(1 << 32):  # 32-bit words, 32-bit arithmetic
+        kind, m = np.uint32, m.astype(np.uint32)
+        low = np.uint64(1 << 32) % m  # 2**32 mod m (below 2**32)
+        low = low.astype(np.uint32)
+    else:
+        kind = np.uint64
+        low = (~m + _ONE) % m  # 2**64 mod m (uint64 wraps)
+    width = np.dtype(kind).itemsize
+    out = np.empty(m.size, dtype=kind)
+    w = np.frombuffer(os.urandom(width * m.size), dtype=kind)
+    ok = w >= low
+    if ok.all():
+        np.remainder(w, m, out=out)
+        return out.astype(np.uint64, copy=False)
+    out[ok] = w[ok] % m[ok]
+    todo = np.flatnonzero(~ok)
     while todo.size:
-        w = _words(todo.size, wide)
+        w = np.frombuffer(os.urandom(width * todo.size), dtype=kind)
         ok = w >= low[todo]
         out[todo[ok]] = w[ok] % m[todo[ok]]
         todo = todo[~ok]
-    return out
+    return out.astype(np.uint64, copy=False)
 
 
 def _bernoulli_exp_fraction(r: np.ndarray, d: np.ndarray, width: int = 2) -> np.ndarray:
@@ -125,15 +130,15 @@ def _bernoulli_exp_minus_one(n: int) -> np.ndarray:
     """``n`` exact ``Bernoulli(exp(-1))`` draws (CKS Algorithm 1 with ``gamma = 1``)."""
     q = _uniform_below(np.full(n, _FACTORIAL, dtype=np.uint64))
     out = np.empty(n, dtype=bool)
-    running = np.ones(n, dtype=bool)  # K = 1 always continues (Bernoulli(1/1))
+    todo = np.arange(n)  # K = 1 always continues (Bernoulli(1/1))
     for k in range(2, _RADIX_TOP + 1):
         q, digit = np.divmod(q, np.uint64(k))
-        stops = running & (digit != 0)
-        out[stops] = bool(k & 1)
-        running &= ~stops
-        if not running.any():
+        stops = digit != 0
+        out[todo[stops]] = bool(k & 1)
+        todo, q = todo[~stops], q[~stops]
+        if not todo.size:
             return out
-    todo = np.flatnonzero(running)  # probability 1/12! per entry
+    # all digits 0: probability 1/12! per entry
     k = _RADIX_TOP + 1
     while todo.size:
         go_on = _uniform_below(np.full(todo.size, k, dtype=np.uint64)) == 0
@@ -277,12 +282,15 @@ def round_up_sigma2(sigma2) -> DyadicVariance:
     if not s2 > 0:
         raise ValueError(f"sigma2 must be > 0, got {sigma2}")
     t = math.isqrt(math.floor(s2)) + 1  # floor(sqrt(s2)) + 1 (s2 >= 0)
-    candidates = [DyadicVariance(t, math.ceil(s2 * (1 << k) / t), k) for k in range(62, -1, -1)]
+    # D = 2^(k+1) t a ~ 2^(2k+1) sigma2: start a little above the k where it is 2^32
+    log2_s2 = s2.numerator.bit_length() - s2.denominator.bit_length()
+    top = max(0, min(62, (_NARROW_BITS - 1 - log2_s2) // 2 + 2))
     for bits in (_NARROW_BITS, _DEN_BITS):  # 32-bit words if possible, else 64-bit
-        for v in candidates:
+        for k in range(top if bits == _NARROW_BITS else 62, -1, -1):
+            v = DyadicVariance(t, -((-s2.numerator << k) // (s2.denominator * t)), k)
             if v.den < (1 << bits):
                 return v
-    return candidates[-1]  # k = 0 and still too wide: the reference path
+    return DyadicVariance(t, -((-s2.numerator) // (s2.denominator * t)), 0)  # reference path
 
 
 def discrete_gaussian(sigma2, size: int) -> np.ndarray:

@@ -63,6 +63,7 @@ its total variation ``tanh(Delta_g / (2t))`` exceeds ``1 - exp(-Delta_g / (2t))`
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -120,6 +121,7 @@ def _ceil_sqrt(d: int) -> int:
     return r if r * r == d else r + 1
 
 
+@functools.lru_cache(maxsize=256)
 def gaussian_grid(sensitivity: float, noise_multiplier: float, d: int):
     """``(g, Delta_g, sigma2)`` of a Gaussian release of ``d`` cells (public quantities only)."""
     slack = _ceil_sqrt(max(d, 1))
@@ -129,6 +131,7 @@ def gaussian_grid(sensitivity: float, noise_multiplier: float, d: int):
     return g, delta_g, sigma2
 
 
+@functools.lru_cache(maxsize=256)
 def laplace_grid(sensitivity: float, laplace_scale: float, d: int):
     """``(g, Delta_g, t)`` of a Laplace release of ``d`` cells (public quantities only)."""
     slack = max(d, 1)
