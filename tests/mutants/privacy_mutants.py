@@ -245,7 +245,7 @@ MUTANTS = [
         "focus": "tests/test_discrete_noise.py",
     },
     {
-        "name": "secure-histogram-float-noise",
+        "name": "discrete-secure-histogram-float-noise",
         "klass": 3,
         "file": "skfairdp/privacy/mechanisms.py",
         "old": "return gaussian_sum(counts, sensitivity, noise_multiplier, random, recorder, "
@@ -255,7 +255,7 @@ MUTANTS = [
         "focus": "tests/test_discrete_noise.py",
     },
     {
-        "name": "secure-grid-not-snapped",
+        "name": "discrete-grid-not-snapped",
         "klass": 3,
         "file": "skfairdp/privacy/grid.py",
         "old": "    return _finish(total, s.astype(np.float64) * g)\n\n\ndef laplace_release",
