@@ -79,6 +79,7 @@ PRECISION = 2**14
 #: margin of the discrete Gaussian over the continuous one it is accounted as
 RHO = 4
 _CLIP = float(2**62)
+_MAX_GRID_SIGMA = 2**24
 
 
 def grid_step(scale: float, slack: int) -> float:
@@ -126,6 +127,9 @@ def gaussian_grid(sensitivity: float, noise_multiplier: float, d: int):
     """``(g, Delta_g, sigma2)`` of a Gaussian release of ``d`` cells (public quantities only)."""
     slack = _ceil_sqrt(max(d, 1))
     g = grid_step(noise_multiplier * sensitivity, slack)
+    # keep sigma / g <= 2**24 (the sampler's 64-bit path) past ~10**6 cells, at a cost
+    # of a relative z * sqrt(d) * 2**-23 of noise there
+    g = max(g, 2.0 * grid_step(noise_multiplier * sensitivity * PRECISION / _MAX_GRID_SIGMA, 1))
     delta_g = math.ceil(Fraction(sensitivity) / Fraction(g)) + slack
     sigma2 = round_up_sigma2(Fraction(noise_multiplier) ** 2 * delta_g**2 + RHO**2)
     return g, delta_g, sigma2
