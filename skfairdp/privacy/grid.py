@@ -19,7 +19,8 @@ than ``1`` between them: ``||s - s'||_2 <= Delta / g + sqrt(d)`` and
 ``||s - s'||_1 <= Delta / g + d``. The release uses the integer ``Delta_g =
 ceil(Delta / g) + ceil(sqrt(d))`` (L2) or ``ceil(Delta / g) + d`` (L1), and its noise is
 calibrated to ``Delta_g``: the grid costs a relative ``sqrt(d) g / Delta`` more noise,
-below ``2**-14`` per unit of noise multiplier with the grid chosen here. (Clipping
+below ``z 2**-14`` with the grid chosen here (``z sqrt(d) 2**-23`` past ~10**6 cells, where
+the Gaussian's grid is capped at ``sigma / g < 2**24``). (Clipping
 ``s`` to a fixed interval is 1-Lipschitz per coordinate: it cannot raise the
 sensitivity.) In a data-parallel fit every rank snaps its local sum to the same grid
 and rank 0 adds the noise; one unit lives on one rank, so the bound is the same.
@@ -48,7 +49,8 @@ the discrete Gaussian ``N_Z(0, sigma^2)`` with ``sigma^2 >= (z Delta_g)^2 + rho^
   over ``n`` released coordinates any ``(epsilon, delta)`` of the continuous mechanism
   (composed, subsampled or not) holds for the discrete one as ``(epsilon + 2 n lambda,
   exp(n lambda) delta)``: for any ``n < 1e100`` a change far below float64 resolution.
-  The margin costs a relative ``rho^2 / (2 sigma^2) < 2**-31`` of noise.
+  The margin costs a relative ``rho^2 / (2 sigma^2) <= 2**-25`` of noise (in grid
+  units ``sigma >= 2**14``).
 
 Laplace (:func:`laplace_release`), accounted as ``LaplaceDpEvent(b)``. The noise is
 ``floor(L)`` for ``L ~ Laplace(0, t)`` with the integer ``t = ceil(b Delta_g) >= b
