@@ -38,6 +38,7 @@ TEST_FILES = [
     "tests/test_privacy_mutants.py",
     "tests/test_bug_classes.py",
     "tests/test_interval_honesty.py",
+    "tests/test_discrete_noise.py",
 ]
 EXTRA_PATTERNS = ["tests/test_*conformance*.py", "tests/test_*neighbo*.py"]
 REPORT = ROOT / "experiments" / "results" / "mutation_score.md"

@@ -19,6 +19,14 @@ or ``LaplaceDpEvent(laplace_scale)``.
 In a data-parallel fit (:mod:`skfairdp.privacy.collective`) each mechanism sums the
 ranks' exact local values with one all-reduce, the noise drawn once, on rank 0.
 
+Under ``secure_mode=True`` the closed-form releases (:func:`noisy_count`,
+:func:`noisy_histogram`, and :func:`gaussian_sum` with ``discrete=True``) add exact
+integer noise to the statistic snapped onto a power-of-two grid
+(:mod:`skfairdp.privacy.grid`), and record the same event as the continuous release
+(the argument is in that module). DP-SGD's per-step gradient noise keeps the
+continuous Gaussian (``discrete=False``; see doc/privacy.md). Seeded mode is
+unchanged.
+
 Releases computed on the same Poisson batch are one mechanism: the engine opens
 :meth:`EventRecorder.batch` around each step, and the releases recorded inside
 are combined by :func:`~skfairdp.privacy.events.batch_event` into one
@@ -36,6 +44,7 @@ import torch
 
 from .collective import adds_noise, finish_release
 from .events import SAME_BATCH, batch_event
+from .grid import gaussian_release, laplace_release
 from .random import RandomSource
 
 __all__ = [
@@ -203,6 +212,8 @@ def gaussian_sum(
     noise_multiplier: float,
     random: RandomSource,
     recorder: EventRecorder | None = None,
+    *,
+    discrete: bool = False,
 ) -> tuple[torch.Tensor, dp_accounting.DpEvent]:
     """The Gaussian mechanism on a sum: ``total + N(0, (noise_multiplier * sensitivity)^2 I)``.
 
@@ -220,6 +231,11 @@ def gaussian_sum(
         Where the noise comes from (seeded, or the OS CSPRNG).
     recorder : EventRecorder, optional
         Records the executed event.
+    discrete : bool, default=False
+        Under ``random.secure_mode``, release ``total`` snapped to a power-of-two grid
+        plus exact discrete Gaussian noise (:func:`skfairdp.privacy.grid.gaussian_release`;
+        same event) instead of floating-point Gaussian noise. For closed-form
+        releases; ignored in seeded mode and for ``noise_multiplier=0``.
 
     Returns
     -------
@@ -231,6 +247,11 @@ def gaussian_sum(
     z = _check_multiplier("noise_multiplier", noise_multiplier)
     std = z * _check_sensitivity(sensitivity)
     event = _gaussian_event(z)
+    if discrete and random.secure_mode and z > 0:
+        noisy = gaussian_release(total, float(sensitivity), z, add_noise=adds_noise())
+        if recorder is not None:
+            recorder.record(event)
+        return finish_release(noisy), event
     if not adds_noise():  # a data-parallel fit's rank > 0: its exact sum joins rank 0's noisy one
         if recorder is not None:
             recorder.record(event)
@@ -252,7 +273,8 @@ def noisy_count(
     """A count (or a vector of counts one unit moves by at most 1 in L2) plus Gaussian noise.
 
     :func:`gaussian_sum` with sensitivity 1 (a weighted count whose weights are at
-    most ``w``: ``sensitivity=w``); a 0-d ``count`` is returned 0-d.
+    most ``w``: ``sensitivity=w``); a 0-d ``count`` is returned 0-d. Under
+    ``secure_mode`` the noise is the grid discrete Gaussian (``discrete=True``).
 
     Parameters
     ----------
@@ -271,7 +293,9 @@ def noisy_count(
     event : DpEvent
     """
     flat = count.reshape(-1)
-    noisy, event = gaussian_sum(flat, sensitivity, noise_multiplier, random, recorder)
+    noisy, event = gaussian_sum(
+        flat, sensitivity, noise_multiplier, random, recorder, discrete=True
+    )
     return noisy.reshape(count.shape), event
 
 
@@ -279,6 +303,9 @@ def laplace_noise(
     random: RandomSource, shape, scale: float, device, dtype: torch.dtype = torch.float32
 ) -> torch.Tensor:
     """i.i.d. Laplace(0, scale) noise from the source's uniforms (CSPRNG in secure mode).
+
+    Floating-point noise: :func:`noisy_histogram` does not use it under
+    ``secure_mode`` (it releases on a grid with exact integer noise instead).
 
     Parameters
     ----------
@@ -328,16 +355,23 @@ def noisy_histogram(
     Returns
     -------
     noisy : Tensor
+        Under ``secure_mode``: the grid releases of :mod:`skfairdp.privacy.grid`
+        (discrete Gaussian, or floor-of-Laplace plus half a grid step).
     event : DpEvent
         ``GaussianDpEvent(noise_multiplier)`` or ``LaplaceDpEvent(laplace_scale)``.
     """
     if (noise_multiplier is None) == (laplace_scale is None):
         raise ValueError("give exactly one of noise_multiplier and laplace_scale")
     if noise_multiplier is not None:
-        return gaussian_sum(counts, sensitivity, noise_multiplier, random, recorder)
+        return gaussian_sum(counts, sensitivity, noise_multiplier, random, recorder, discrete=True)
     b = _check_multiplier("laplace_scale", laplace_scale)
     scale = b * _check_sensitivity(sensitivity)
     event = dp_accounting.LaplaceDpEvent(b) if b > 0 else dp_accounting.NonPrivateDpEvent()
+    if random.secure_mode and b > 0:
+        noisy = laplace_release(counts, float(sensitivity), b, add_noise=adds_noise())
+        if recorder is not None:
+            recorder.record(event)
+        return finish_release(noisy), event
     if not adds_noise():
         if recorder is not None:
             recorder.record(event)

@@ -296,4 +296,74 @@ MUTANTS = [
         "confidence (no Bonferroni split)",
         "focus": "tests/test_interval_honesty.py",
     },
+    # -- issue 35: floating-point-safe noise under secure_mode -------------------------
+    {
+        "name": "discrete-grid-no-rounding-slack",
+        "klass": 1,
+        "file": "skfairdp/privacy/grid.py",
+        "old": "    delta_g = math.ceil(Fraction(sensitivity) / Fraction(g)) + slack\n"
+        "    sigma2 = ",
+        "new": "    delta_g = math.ceil(Fraction(sensitivity) / Fraction(g))\n    sigma2 = ",
+        "description": "secure grid Gaussian: noise calibrated to Delta/g, not to the rounded "
+        "statistic's Delta/g + sqrt(d)",
+        "focus": "tests/test_discrete_noise.py",
+    },
+    {
+        "name": "discrete-gaussian-no-margin",
+        "klass": 1,
+        "file": "skfairdp/privacy/grid.py",
+        "old": "delta_g**2 + RHO**2)",
+        "new": "delta_g**2 - RHO**2)",
+        "description": "secure grid Gaussian: the discrete variance below the continuous one it "
+        "is accounted as (the PLD margin rho^2 subtracted)",
+        "focus": "tests/test_discrete_noise.py",
+    },
+    {
+        "name": "discrete-laplace-scale-floor",
+        "klass": 1,
+        "file": "skfairdp/privacy/grid.py",
+        "old": "return g, delta_g, math.ceil(Fraction(laplace_scale) * delta_g)",
+        "new": "return g, delta_g, math.floor(Fraction(laplace_scale) * delta_g) - 1",
+        "description": "secure grid Laplace: the integer scale rounded down (t < b Delta_g)",
+        "focus": "tests/test_discrete_noise.py",
+    },
+    {
+        "name": "discrete-gaussian-sign-off-by-one",
+        "klass": 1,
+        "file": "skfairdp/privacy/discrete.py",
+        "old": "        y = np.where(negative, -g, g)[accept][: size - have]",
+        "new": "        y = np.where(negative, -1 - g, g)[accept][: size - have]",
+        "description": "the discrete Gaussian sampler's negative half shifted by one (not N_Z)",
+        "focus": "tests/test_discrete_noise.py",
+    },
+    {
+        "name": "discrete-geometric-no-sign",
+        "klass": 1,
+        "file": "skfairdp/privacy/discrete.py",
+        "old": "    return np.where(_signs(int(size)), -1 - g, g)",
+        "new": "    return np.where(_signs(int(size)), -g, g)",
+        "description": "the floor-of-Laplace sampler's negative half off by one (not floor(L))",
+        "focus": "tests/test_discrete_noise.py",
+    },
+    {
+        "name": "discrete-secure-histogram-float-noise",
+        "klass": 3,
+        "file": "skfairdp/privacy/mechanisms.py",
+        "old": "return gaussian_sum(counts, sensitivity, noise_multiplier, random, recorder, "
+        "discrete=True)",
+        "new": "return gaussian_sum(counts, sensitivity, noise_multiplier, random, recorder)",
+        "description": "secure_mode histograms get floating-point Gaussian noise (no grid)",
+        "focus": "tests/test_discrete_noise.py",
+    },
+    {
+        "name": "discrete-grid-not-snapped",
+        "klass": 3,
+        "file": "skfairdp/privacy/grid.py",
+        "old": "    return _finish(total, s.astype(np.float64) * g)\n\n\ndef laplace_release",
+        "new": "    x = total.detach().double().numpy().reshape(-1)\n"
+        "    return _finish(total, x + (s - snap(total, g)) * g)\n\n\ndef laplace_release",
+        "description": "secure grid Gaussian: integer noise added to the unrounded statistic "
+        "(its low bits reach the release)",
+        "focus": "tests/test_discrete_noise.py",
+    },
 ]
