@@ -46,7 +46,7 @@ from skfairdp import (
 )
 from skfairdp.evaluation import PrivateMetricFrame
 from skfairdp.federated import Silo, SiloConfig
-from skfairdp.model_selection import PrivateSearchCV
+from skfairdp.model_selection import FairCandidate, FairModelSearch, PrivateSearchCV
 from skfairdp.postprocessing import DPThresholdOptimizer
 from skfairdp.preprocessing import DPOneHotEncoder, DPSimpleImputer, DPStandardScaler
 from skfairdp.privacy import RandomSource
@@ -265,6 +265,20 @@ def _ex_search(X, y, s):
     est.predict(X)
 
 
+def _ex_fair_search(X, y, s):
+    est = FairModelSearch(candidates=[{"family": ["dpfermi"], "knob": [4.0]}], epsilon=2.0,
+                          n_candidates_mean=2.0, secure_mode=True, random_state=SEED)  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a certificate on few rows is wide: not the subject
+        est.fit(X, y, sensitive_features=s)
+    est.predict(X)
+
+
+def _ex_candidate(X, y, s):
+    est = FairCandidate("dpfermi", 4.0, epsilon=2.0, secure_mode=True, random_state=SEED)
+    est.fit(X, y, sensitive_features=s).predict(X)
+
+
 def _ex_threshold(X, y, s):
     est = DPThresholdOptimizer(DPSGDClassifier(max_epochs=1, batch_size=200), epsilon=2.0,
                                secure_mode=True, random_state=SEED)  # fmt: skip
@@ -304,6 +318,8 @@ EXERCISES = {
     DPOneHotEncoder: _ex_encoder,
     DPSimpleImputer: _ex_imputer,
     PrivateSearchCV: _ex_search,
+    FairModelSearch: _ex_fair_search,
+    FairCandidate: _ex_candidate,
     DPThresholdOptimizer: _ex_threshold,
     PrivateMetricFrame: _ex_frame,
 }
