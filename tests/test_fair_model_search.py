@@ -166,3 +166,19 @@ def test_multiclass_labels_rejected():
     X, y, s = _data(200)
     with pytest.raises(ValueError, match="binary"):
         FairModelSearch(candidates=FERMI).fit(X, y + (X[:, 1] > 1), sensitive_features=s)
+
+
+def test_majority_class_replaces_a_model_outside_the_bound():
+    """A run whose model misses the bound becomes the majority class (violation 0): the
+    search is never worse than predicting one class, and the certificate says 0 exactly."""
+    X, y, s = _data(900, seed=3)
+    with pytest.warns(UserWarning, match="majority class"):
+        search = FairModelSearch(
+            "demographic_parity", 1e-6, epsilon=2.0, candidates=FERMI, n_candidates_mean=2,
+            random_state=0,
+        ).fit(X, y, sensitive_features=s)  # fmt: skip
+    assert search.best_params_ == {"family": "majority", "knob": None}
+    assert np.unique(search.predict(X)).size == 1
+    cert = search.certificate_
+    assert cert.violation == 0.0 and cert.violation_interval == (0.0, 0.0) and cert.meets_bound
+    assert search.privacy_spent_.epsilon <= 2.0 + 1e-9

@@ -20,7 +20,10 @@ The whole thing is one mechanism inside one ``(epsilon, delta)``:
    accuracy) among them wins; without one, the most accurate run whose noisy point
    violation is within the bound, and without that the run with the smallest upper
    end (:func:`selection_tier`: a total order on single runs, as the theorem
-   requires);
+   requires). A run whose model is outside the bound (tier 0), or less accurate than
+   the majority class by the run's own noisy label counts, becomes that constant
+   predictor (:class:`~.families.MajorityClass`, violation 0; post-processing of the
+   run's release), ranked in the tier of what it replaced (at least tier 1);
 4. the certificate (:mod:`.certificate`): the selected model's certification
    counts, released once; its intervals are not optimistic (the rows are fresh
    for the selected model).
@@ -59,7 +62,7 @@ from .calibration import NoInnerBudget, auto_score_noise_multiplier, calibrate_i
 from .candidates import check_space, configured, draw_params, planning_candidates, seed_run
 from .certificate import certify
 from .distributions import DISTRIBUTIONS, draw_n_runs, run_distribution_shape
-from .families import FAMILIES, FairCandidate, default_space
+from .families import FAMILIES, FairCandidate, MajorityClass, default_space
 from .inputs import check_search_input
 from .statistics import confusion_cells, noisy_statistics
 from .validation import validation_frame
@@ -144,10 +147,11 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     Attributes
     ----------
-    best_estimator_ : FairCandidate
-        The selected model (fitted on the training part).
+    best_estimator_ : FairCandidate or MajorityClass
+        The selected model (fitted on the training part), or the majority class.
     best_params_ : dict
-        Its family and knob.
+        Its family and knob (``{"family": "majority", "knob": None}`` for the
+        majority class).
     best_score_ : float
         Its noisy validation accuracy.
     best_violation_upper_ : float
@@ -333,7 +337,7 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             params = draw_params(spaces, random)
             model, stats = self._run(params, train, validation, budget, delta, z, random, encoder)
             if best is None or stats["key"] > best[2]["key"]:
-                best = (model, params, stats)
+                best = (model, stats.get("params", params), stats)
 
         recorder = EventRecorder()
         self.dp_event_ = self._event(budget.fit_event, z)
@@ -358,7 +362,15 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             noise_multiplier=z, delta=delta, random=random, recorder=recorder,
             seed=random.seed, secure_mode=self.secure_mode,
         )  # fmt: skip
-        if not self.qualified_:
+        if params["family"] == "majority":
+            warnings.warn(
+                "no candidate was both within max_violation and more accurate than the "
+                "majority class on the validation rows (noisy counts): the selected model "
+                f"predicts {model.label_!r} for every row",
+                NoQualifyingCandidateWarning,
+                stacklevel=3,
+            )
+        elif not self.qualified_:
             message = (
                 f"no run's {self.fairness} interval (upper end at confidence "
                 f"{self.confidence:g}) on the validation rows was within max_violation="
@@ -391,8 +403,18 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         stats = noisy_statistics(noisy, self.fairness, "accuracy")
         frame = validation_frame(noisy, encoder, z, delta, random.seed, self.secure_mode)
         upper = violation_interval(frame, self.fairness, self.confidence).upper
-        return model, {"score": stats["score"], "upper": upper,
-                       "key": selection_tier(stats, upper, self.max_violation)}  # fmt: skip
+        key = selection_tier(stats, upper, self.max_violation)
+        labels = np.maximum(noisy, 0.0).sum(axis=(0, 2))  # the release's noisy label counts
+        accuracy = float(labels.max() / max(labels.sum(), 1.0))
+        # the majority class (violation 0) replaces a model outside the bound (tier 0) or
+        # less accurate than it, and ranks with what it replaced (at least tier 1)
+        constant = (max(key[0], 1), accuracy)
+        if key[0] == 0 or accuracy > stats["score"]:
+            fallback = MajorityClass(self.classes_, self.classes_[int(np.argmax(labels))],
+                                     X_tr.shape[1])  # fmt: skip
+            return fallback, {"score": constant[1], "upper": 0.0, "key": constant,
+                              "params": {"family": "majority", "knob": None}}  # fmt: skip
+        return model, {"score": stats["score"], "upper": upper, "key": key}
 
     # -- the selected model -----------------------------------------------------------
     def predict(self, X, sensitive_features=None) -> np.ndarray:

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..privacy.planning import planned_fit_event
 
-__all__ = ["FAMILIES", "FairCandidate", "default_space"]
+__all__ = ["FAMILIES", "FairCandidate", "MajorityClass", "default_space"]
 
 #: the families, and whether each needs the group at prediction time
 FAMILIES = {"dpfermi": False, "raco": False, "cgoo": False, "dpto": True}
@@ -174,3 +174,31 @@ class FairCandidate(ClassifierMixin, BaseEstimator):
                 )
             return self.estimator_.predict(X, sensitive_features=sensitive_features)
         return self.estimator_.predict(X)
+
+
+class MajorityClass:
+    """The constant predictor a bound-first search falls back to: one class for every row.
+
+    Its violation of demographic parity, equalized odds or equal opportunity is exactly 0,
+    so it meets any bound; a search keeps it when no candidate it ran is both within the
+    bound and more accurate. ``label`` comes from a run's released (noisy) label counts,
+    so choosing it is post-processing of that release.
+
+    Parameters
+    ----------
+    classes : ndarray
+        The search's classes.
+    label : object
+        The class predicted for every row.
+    n_features : int
+    """
+
+    def __init__(self, classes: np.ndarray, label, n_features: int):
+        self.classes_ = np.asarray(classes)
+        self.label_ = label
+        self.n_features_in_ = int(n_features)
+
+    def predict(self, X, *, sensitive_features=None) -> np.ndarray:
+        """``label_`` for every row of ``X``."""
+        n = X.shape[0] if hasattr(X, "shape") else len(X)
+        return np.full(n, self.label_, dtype=self.classes_.dtype)
