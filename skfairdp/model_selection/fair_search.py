@@ -39,7 +39,6 @@ run's fit gets the same inner epsilon, the largest that keeps the total within
 
 from __future__ import annotations
 
-import math
 import numbers
 import warnings
 
@@ -63,7 +62,7 @@ from .candidates import check_space, configured, draw_params, planning_candidate
 from .certificate import certify
 from .distributions import DISTRIBUTIONS, draw_n_runs, run_distribution_shape
 from .families import FAMILIES, FairCandidate, MajorityClass, default_space
-from .inputs import check_search_input
+from .inputs import check_search_input, validation_rows
 from .statistics import confusion_cells, noisy_statistics
 from .validation import validation_frame
 
@@ -76,13 +75,6 @@ MIN_TRAIN_ROWS = 50
 
 class NoQualifyingCandidateWarning(UserWarning):
     """No run's validation interval was within the bound: the fairest run was selected."""
-
-
-def _rows(size: float | int, n: int, name: str) -> int:
-    rows = int(size) if isinstance(size, numbers.Integral) else math.ceil(float(size) * n)
-    if not 1 <= rows < n:
-        raise ValueError(f"{name}={size!r} must leave rows for training (n_samples={n})")
-    return rows
 
 
 def selection_tier(stats: dict, upper: float, max_violation: float) -> tuple:
@@ -311,8 +303,8 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
         raw_groups = np.asarray(sensitive_features)
         n = len(y)
-        n_val = _rows(self.validation_size, n, "validation_size")
-        n_cert = _rows(self.certification_size, n, "certification_size")
+        n_val = validation_rows(self.validation_size, n)
+        n_cert = validation_rows(self.certification_size, n, "certification_size")
         n_train = n - n_val - n_cert
         if n_train < MIN_TRAIN_ROWS:
             raise ValueError(

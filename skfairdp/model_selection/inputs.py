@@ -39,13 +39,16 @@ def check_search_input(X, y, sensitive_features, fairness: str | None) -> tuple:
     return X, y, groups, encoder
 
 
-def validation_rows(validation_size: float | int, n_samples: int) -> int:
-    """How many of ``n_samples`` rows score the runs (``ValueError`` if no training rows remain)."""
+def validation_rows(
+    validation_size: float | int, n_samples: int, name: str = "validation_size"
+) -> int:
+    """How many of ``n_samples`` rows a held-out part takes (``ValueError`` if no training
+    rows remain); ``name`` is the parameter the error names."""
     n_val = (
         int(validation_size)
         if isinstance(validation_size, numbers.Integral)
         else math.ceil(float(validation_size) * n_samples)
     )
     if not 1 <= n_val < n_samples - 1:
-        raise ValueError(f"validation_size={validation_size!r} leaves no training rows")
+        raise ValueError(f"{name}={validation_size!r} leaves no training rows")
     return n_val
