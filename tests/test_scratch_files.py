@@ -30,6 +30,18 @@ from skfairdp.data.scratch import PREFIX, ScratchDir, host_tag, owner, remove_st
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals and /proc")
 
+
+@pytest.fixture(autouse=True)
+def _interruptible():
+    """Run each test as a foreground process would: a shell starts background jobs
+    with SIGINT ignored, and an ignored signal rightly stays ignored by the fit."""
+    before = signal.getsignal(signal.SIGINT)
+    if before == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 #: Two adjacent feature columns set to these in every row: each plaintext record of a
 #: row holds these 8 bytes (float32, row-major), which are unlikely in ciphertext.
 MARKER = np.array([0.123456789, -0.987654321], dtype=np.float32)
