@@ -350,8 +350,12 @@ class PrivateMetricFrame:
                 bound = intervals.difference_interval if kind == "difference" else (
                     intervals.ratio_interval)  # fmt: skip
                 points = self._by_group[name].to_numpy(dtype=float)
+                extra = {}
+                if kind == "difference" and not metric.is_count:
+                    extra["test"] = intervals.GapTest(self._released, self.noise_std_, metric,
+                                                      float(self.max_sample_weight))  # fmt: skip
                 low, high = bound(groups, pooled, points, np.float64(self._overall[name]), method,
-                                  confidence)  # fmt: skip
+                                  confidence, **extra)  # fmt: skip
             lower[name], upper[name] = low, high
         return Interval(*(self._wrap(bounds, kind) for bounds in (lower, upper)))
 

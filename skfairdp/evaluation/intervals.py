@@ -34,6 +34,7 @@ from scipy.special import betaln, gammaln, ndtr, ndtri
 __all__ = [
     "Posterior",
     "difference_interval",
+    "GapTest",
     "folded_interval",
     "draw_posterior",
     "equal_tailed",
@@ -231,6 +232,8 @@ def difference_interval(
     overall_point: np.ndarray,
     method: str,
     confidence: float,
+    *,
+    test: GapTest | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Interval of fairlearn's ``difference`` (largest absolute gap) in the population.
 
@@ -244,6 +247,17 @@ def difference_interval(
     :func:`folded_interval` of the signed gap's posterior mean and std; with more
     groups the lower bound is 0 and the upper bound as above (conservative).
 
+    The posterior alone cannot decide the sign near a rate of 0 or 1: each group's
+    draws are kept inside ``[0, 1]`` and pushed inward, the small group's more, so
+    the signed gap's draws sit away from 0 while the true gap is 0 (a constant
+    predictor's interval excluded 0 in 20-35 % of releases at 95 %). With ``test``
+    (the released table and its noise std), the sign counts as clear only when a
+    frequentist test on the *unclipped* noisy counts rejects a zero gap for every
+    pair of groups at once (:class:`GapTest`); otherwise the lower bound is 0. Where
+    it does, the lower bound is the smaller of the two methods' (the posterior's and
+    the test's). The upper bound is the posterior's: a true gap of 0 cannot lie
+    above it.
+
     Parameters
     ----------
     group_draws : ndarray of shape (n_draws, ..., n_groups)
@@ -251,6 +265,9 @@ def difference_interval(
     group_points, overall_point : the point values (NaN groups are left out)
     method : {"between_groups", "to_overall"}
     confidence : float
+    test : GapTest, optional
+        The release behind the draws, for the frequentist sign test (recommended;
+        without it the sign is read from the posterior alone).
 
     Returns
     -------
@@ -279,7 +296,74 @@ def difference_interval(
         folded_low, folded_high = folded_interval(signed.mean(axis=0), signed.std(axis=0),
                                                   confidence)  # fmt: skip
         lower, upper = np.where(sure > 0, lower, folded_low), np.where(sure > 0, upper, folded_high)
-    return lower, upper
+    if test is None:
+        return lower, upper
+    if method == "between_groups":
+        gap, se = test.gap(lambda values, overall: _pick(values, high) - _pick(values, low))
+        pairs = valid.sum(axis=-1) * (valid.sum(axis=-1) - 1) / 2
+    else:
+        gap, se = test.gap(lambda values, overall: np.where(side < 0, -1.0, 1.0)
+                           * (_pick(values, far) - overall))  # fmt: skip
+        pairs = valid.sum(axis=-1)
+    critical = ndtri(1 - alpha / (2 * np.maximum(pairs, 1)))
+    tested = gap - critical * se
+    clear = np.isfinite(tested) & (tested > 0)
+    lower = np.where(clear, np.minimum(lower, tested), 0.0)
+    return np.maximum(lower, 0.0), upper
+
+
+@dataclass(frozen=True)
+class GapTest:
+    """A normal test of a gap between metric values from the unclipped noisy counts.
+
+    Each released cell is ``m_c = n_c + N(0, sigma^2)`` with ``n_c`` Poisson (the
+    module's model): ``m_c`` is unbiased for ``lambda_c`` with variance ``lambda_c
+    w + sigma^2`` (``w`` bounds a row's weight: a weighted cell's variance is at
+    most ``w`` times its mean). A gap ``h(m)`` (a smooth function of the cells:
+    two groups' metrics, or a group's and the pooled one) is then approximately
+    normal with variance ``sum_c (dh/dm_c)^2 (w max(m_c, 0) + sigma^2)`` (delta
+    method, gradient by central differences). Unclipped, ``h(m)`` is not pushed
+    away from 0 at a rate of 0 or 1, where the noise is all the variance and the
+    test is exact.
+
+    Parameters
+    ----------
+    noisy : ndarray of shape (..., n_groups, 4)
+        The released table (unclipped).
+    sigma : float
+        Each cell's noise std.
+    metric : callable
+        ``cells (..., 4) -> values (...)``.
+    weight : float, default=1.0
+        The bound on a row's weight (``max_sample_weight``).
+    """
+
+    noisy: np.ndarray
+    sigma: float
+    metric: object
+    weight: float = 1.0
+
+    def gap(self, signed) -> tuple[np.ndarray, np.ndarray]:
+        """``h(m)`` and its standard error, for ``signed(values, overall) -> (...)``.
+
+        ``values`` has shape ``(k, ..., n_groups)`` and ``overall`` ``(k, ...)`` for
+        ``k`` tables (the released one and its perturbations).
+        """
+        noisy = np.asarray(self.noisy, dtype=np.float64)
+        cells = noisy.shape[-2] * noisy.shape[-1]
+        step = 1e-3 * (1.0 + np.abs(noisy))
+        basis = np.eye(cells).reshape(cells, *([1] * (noisy.ndim - 2)), *noisy.shape[-2:])
+        tables = np.concatenate([noisy[None], noisy + basis * step, noisy - basis * step])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            h = signed(self.metric(tables), self.metric(tables.sum(axis=-2)))
+        up, down = h[1 : cells + 1], h[cells + 1 :]
+        spread = step.reshape(*noisy.shape[:-2], cells)
+        spread = np.moveaxis(spread, -1, 0)
+        gradient = (up - down) / (2 * spread)
+        variance = self.weight * np.maximum(noisy, 0.0) + self.sigma**2
+        variance = np.moveaxis(variance.reshape(*noisy.shape[:-2], cells), -1, 0)
+        se = np.sqrt(np.sum(gradient**2 * variance, axis=0))
+        return h[0], se
 
 
 def ratio_interval(

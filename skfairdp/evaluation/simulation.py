@@ -159,7 +159,7 @@ def simulate(
             low[k, block], high[k, block] = intervals.equal_tailed(groups, confidence)
             diff_low[k, block], diff_high[k, block] = intervals.difference_interval(
                 groups, pooled, metric(clipped), metric(clipped.sum(axis=-2)), "between_groups",
-                confidence,
+                confidence, test=intervals.GapTest(noisy[block], sigma, metric),
             )  # fmt: skip
             if sampling is not None:
                 flags[k, block] = intervals.noise_dominated(
