@@ -48,7 +48,12 @@ from skfairdp.evaluation import PrivateMetricFrame
 from skfairdp.federated import Silo, SiloConfig
 from skfairdp.model_selection import FairCandidate, FairModelSearch, PrivateSearchCV
 from skfairdp.postprocessing import DPThresholdOptimizer
-from skfairdp.preprocessing import DPOneHotEncoder, DPSimpleImputer, DPStandardScaler
+from skfairdp.preprocessing import (
+    DPKBinsDiscretizer,
+    DPOneHotEncoder,
+    DPSimpleImputer,
+    DPStandardScaler,
+)
 from skfairdp.privacy import RandomSource
 
 SEED = 12345
@@ -244,6 +249,11 @@ def _ex_scaler(X, y, s):
                                   random_state=SEED), X, y, s)  # fmt: skip
 
 
+def _ex_discretizer(X, y, s):
+    _transformer(DPKBinsDiscretizer(bounds=(-4, 4), n_bins=4, strategy="quantile", epsilon=1.0,
+                                    secure_mode=True, random_state=SEED), X, y, s)  # fmt: skip
+
+
 def _ex_encoder(X, y, s):
     cats = np.column_stack([s, y])
     est = DPOneHotEncoder([[0, 1], [0, 1]], epsilon=1.0, secure_mode=True, random_state=SEED)
@@ -315,6 +325,7 @@ EXERCISES = {
     FederatedDPFermiClassifier: _ex_federated,
     SiloConfig: _ex_silo,
     DPStandardScaler: _ex_scaler,
+    DPKBinsDiscretizer: _ex_discretizer,
     DPOneHotEncoder: _ex_encoder,
     DPSimpleImputer: _ex_imputer,
     PrivateSearchCV: _ex_search,

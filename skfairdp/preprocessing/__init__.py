@@ -1,4 +1,4 @@
-"""Preprocessing inside the guarantee: a scaler, a one-hot encoder and an imputer.
+"""Preprocessing inside the guarantee: a scaler, a one-hot encoder, a discretizer, an imputer.
 
 A scikit-learn ``StandardScaler`` or ``OneHotEncoder`` in front of a private
 estimator reads the private rows without noise: its means, scales and categories
@@ -23,6 +23,10 @@ Each works in one of two modes, chosen by ``epsilon``:
     histogram, thresholded), calibrated to ``(epsilon, delta)`` and recorded by
     the mechanisms of :mod:`skfairdp.privacy`.
 
+:class:`DPKBinsDiscretizer` bins numeric features (a GAM's main effects for any
+estimator here) with edges from the declared bounds (free) or from one noisy histogram
+per feature (private quantiles).
+
 :class:`DPSimpleImputer` fills missing values with a constant (free: it reads no
 row) or, privately, with a noisy mean or median within declared bounds, or the
 most frequent of declared categories.
@@ -34,15 +38,18 @@ nothing, and :func:`~skfairdp.privacy.spent` counts them so.
 """
 
 from .bounds import parse_bounds
+from .discretizer import DPKBinsDiscretizer, fine_histograms
 from .encoder import DPOneHotEncoder, category_counts
 from .imputer import DPSimpleImputer
 from .scaler import DPStandardScaler, moment_sums
 
 __all__ = [
+    "DPKBinsDiscretizer",
     "DPOneHotEncoder",
     "DPSimpleImputer",
     "DPStandardScaler",
     "category_counts",
+    "fine_histograms",
     "moment_sums",
     "parse_bounds",
 ]
