@@ -113,24 +113,25 @@ def shrunk_best_response(
     (about) nothing; a clear one is kept whole. Post-processing of released values.
     """
     n_blocks, k, l = H.shape
+    # (the fewest small tensor ops that give the same numbers: this runs every step)
     Hp = H.clamp(min=0.0)
     totals = Hp.sum(dim=1, keepdim=True)  # (b, 1, l)
-    safe = torch.where(totals > 0, totals, torch.ones_like(totals))
-    rates = torch.where(totals > 0, Hp / safe, torch.zeros_like(Hp))  # P_hat(r | j)
+    filled = totals > 0
+    safe = torch.where(filled, totals, 1.0)
     pooled = Hp.sum(dim=2, keepdim=True)
     pooled_total = pooled.sum(dim=1, keepdim=True)
     priors = pinv.pow(-2).unsqueeze(2)  # (b, k, 1)
     q = torch.where(pooled_total > 0, pooled / pooled_total.clamp(min=1e-12), priors)
-    # a column with no mass says nothing: it stays at the pooled shares
-    rates = torch.where(totals > 0, rates, q.expand_as(rates))
-    deviation = ((rates - q) ** 2 / priors).sum(dim=1, keepdim=True)
+    # P_hat(r | j); a column with no mass says nothing: it stays at the pooled shares
+    rates = torch.where(filled, Hp / safe, q)
+    gap = rates - q
+    deviation = (gap**2 / priors).sum(dim=1, keepdim=True)
     noise = (variance / safe**2) * ((1.0 - rates) ** 2 + (k - 1) * rates**2)
     noise = (noise / priors).sum(dim=1, keepdim=True)
     gain = torch.where(
         deviation > 0, (1.0 - noise / deviation.clamp(min=1e-30)).clamp(min=0.0), 0.0
     )
-    gain = torch.where(totals > 0, gain, torch.zeros_like(gain))
-    shrunk = q + gain * (rates - q)
+    shrunk = q + torch.where(filled, gain, 0.0) * gap
     return shrunk * pinv.unsqueeze(2)
 
 
@@ -318,10 +319,18 @@ class ErmiProblem:
         their unclipped ratio. ``f`` depends on the row's group, but every row's clip
         stays within ``share * C`` (the max is over the public pinv and label weights).
         """
+        # one step asks twice (the primal gradients, then the split clip) for the same
+        # batch tensors: the second time reuses the first's factors (same numbers)
+        cached = getattr(self, "_rescale_cache", None)
+        if cached is not None and cached[0] is s and cached[1] is block and cached[2] is weight:
+            return cached[3]
         if not self.balanced:
-            return torch.ones_like(weight)
-        scale = weight * self.pinv[block, s].pow(2) / self.penalty_scale_max
-        return torch.where(scale > 0, scale.clamp(max=1.0), torch.ones_like(scale))
+            f = torch.ones_like(weight)
+        else:
+            scale = weight * self.pinv[block, s].pow(2) / self.penalty_scale_max
+            f = torch.where(scale > 0, scale.clamp(max=1.0), 1.0)
+        self._rescale_cache = (s, block, weight, f)
+        return f
 
     def _split_sum(
         self, per_sample, X, y, s, block, weight, dual_weight, own, shared, weights=None
