@@ -193,6 +193,10 @@ class GroupEncoder(BaseEstimator):
     allow_empty_groups : bool, default=False
         If False, ``fit`` raises a ValueError when a declared or joint group
         has no rows.  If True, empty groups are kept silently.
+    allow_single_group : bool, default=False
+        If False, ``fit`` raises a ValueError when the domain holds a single
+        group (fairness needs two; usually the wrong column was passed). If
+        True, one group is accepted, as by fairlearn's ``MetricFrame``.
 
     Attributes
     ----------
@@ -229,9 +233,11 @@ class GroupEncoder(BaseEstimator):
         self,
         sensitive_values: Sequence[Any] | Mapping[str, Sequence[Any]] | None = None,
         allow_empty_groups: bool = False,
+        allow_single_group: bool = False,
     ) -> None:
         self.sensitive_values = sensitive_values
         self.allow_empty_groups = allow_empty_groups
+        self.allow_single_group = allow_single_group
 
     # ---------------------------------------------------------------- fit
     def _declared_domains(self, names: list[str]) -> list[list[Any]] | None:
@@ -325,7 +331,7 @@ class GroupEncoder(BaseEstimator):
             array[:] = sorted_categories(values)
             categories.append(array)
         n_groups = int(np.prod([len(c) for c in categories]))
-        if n_groups < 2:
+        if n_groups < 2 and not self.allow_single_group:
             only = ", ".join(
                 f"{n}={_format_value(c[0])}" for n, c in zip(names, categories, strict=True)
             )
@@ -442,6 +448,7 @@ def encode_sensitive_features(
     *,
     sensitive_values: Sequence[Any] | Mapping[str, Sequence[Any]] | None = None,
     allow_empty_groups: bool = False,
+    allow_single_group: bool = False,
 ) -> tuple[np.ndarray, GroupEncoder]:
     """Validate and encode ``sensitive_features`` at fit time.
 
@@ -456,6 +463,8 @@ def encode_sensitive_features(
         :class:`GroupEncoder`.
     allow_empty_groups : bool, default=False
         Whether declared/joint groups without rows are allowed.
+    allow_single_group : bool, default=False
+        Whether a domain of one group is allowed.
 
     Returns
     -------
@@ -464,6 +473,10 @@ def encode_sensitive_features(
     encoder : GroupEncoder
         The fitted encoder, to encode sensitive features at predict/evaluate time.
     """
-    encoder = GroupEncoder(sensitive_values=sensitive_values, allow_empty_groups=allow_empty_groups)
+    encoder = GroupEncoder(
+        sensitive_values=sensitive_values,
+        allow_empty_groups=allow_empty_groups,
+        allow_single_group=allow_single_group,
+    )
     codes = encoder.fit_transform(sensitive_features, n_samples=n_samples)
     return codes, encoder
