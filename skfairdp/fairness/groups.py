@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .inputs import (
@@ -176,7 +176,7 @@ def _format_label(label: Any) -> str:
 # --------------------------------------------------------------------------
 # Public API
 # --------------------------------------------------------------------------
-class GroupEncoder(BaseEstimator):
+class GroupEncoder(TransformerMixin, BaseEstimator):
     """Encode sensitive features into integer (joint) group codes.
 
     Parameters
@@ -286,13 +286,17 @@ class GroupEncoder(BaseEstimator):
                 )
         return domains
 
-    def fit(self, sensitive_features: Any, *, n_samples: int | None = None) -> GroupEncoder:
+    def fit(
+        self, sensitive_features: Any, y: None = None, *, n_samples: int | None = None
+    ) -> GroupEncoder:
         """Learn (or check the declared) group domain.
 
         Parameters
         ----------
         sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
             Sensitive labels, see the module docstring for accepted formats.
+        y : None
+            Ignored (scikit-learn's transformer signature).
         n_samples : int or None, default=None
             Expected number of rows (``X.shape[0]``), checked if given.
 
@@ -304,13 +308,17 @@ class GroupEncoder(BaseEstimator):
         self._fit_transform(sensitive_features, n_samples)
         return self
 
-    def fit_transform(self, sensitive_features: Any, *, n_samples: int | None = None) -> np.ndarray:
+    def fit_transform(
+        self, sensitive_features: Any, y: None = None, *, n_samples: int | None = None
+    ) -> np.ndarray:
         """Fit the encoder and return the group codes of ``sensitive_features``.
 
         Parameters
         ----------
         sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
             Sensitive labels.
+        y : None
+            Ignored (scikit-learn's transformer signature).
         n_samples : int or None, default=None
             Expected number of rows, checked if given.
 

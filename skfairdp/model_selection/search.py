@@ -332,7 +332,9 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         n_groups = 1 if encoder is None else encoder.n_groups_
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
-            raise ValueError("PrivateSearchCV needs at least 2 classes in y")
+            raise ValueError(
+                f"PrivateSearchCV needs at least 2 classes in y; got 1 class ({self.classes_[0]!r})"
+            )
         n = len(y)
         n_val, delta, z, budget = self._plan(spaces, n)
         if not budget.exact:
