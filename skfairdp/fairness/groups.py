@@ -351,6 +351,16 @@ class GroupEncoder(TransformerMixin, BaseEstimator):
         self.categories_ = categories
         self.n_groups_ = n_groups
         self._explicit_names = explicit
+        domain = "the declared sensitive_values" if domains is not None else "the fitted categories"
+        try:
+            codes = self._encode(names, columns, domain)
+            if not self.allow_empty_groups:
+                self._check_no_empty_groups(codes)
+        except ValueError:
+            for attribute in _FITTED_ATTRIBUTES:  # a failed fit leaves the encoder unfitted
+                self.__dict__.pop(attribute, None)
+            raise
+        # the labels after the checks: a refused product domain can be huge
         labels = np.empty(n_groups, dtype=object)
         if len(categories) == 1:
             labels[:] = list(categories[0])
@@ -361,15 +371,6 @@ class GroupEncoder(TransformerMixin, BaseEstimator):
                 for idx in zip(*grids, strict=True)
             ]
         self.group_labels_ = labels
-        domain = "the declared sensitive_values" if domains is not None else "the fitted categories"
-        try:
-            codes = self._encode(names, columns, domain)
-            if not self.allow_empty_groups:
-                self._check_no_empty_groups(codes)
-        except ValueError:
-            for attribute in _FITTED_ATTRIBUTES:  # a failed fit leaves the encoder unfitted
-                self.__dict__.pop(attribute, None)
-            raise
         return codes
 
     def _check_no_empty_groups(self, codes: np.ndarray) -> None:
@@ -443,8 +444,8 @@ class GroupEncoder(TransformerMixin, BaseEstimator):
             ``"name=value"`` pairs joined by ``", "``.
         """
         check_is_fitted(self, "n_groups_")
-        label = self.group_labels_[int(code)]
-        values = label if len(self.names_) > 1 else (label,)
+        idx = np.unravel_index(int(code), [len(c) for c in self.categories_])
+        values = tuple(c[i] for c, i in zip(self.categories_, idx, strict=True))
         return ", ".join(
             f"{n}={_format_value(v)}" for n, v in zip(self.names_, values, strict=True)
         )
