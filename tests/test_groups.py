@@ -240,7 +240,11 @@ def test_no_counts_are_stored_and_encoder_pickles():
     assert fitted == {"names_", "categories_", "n_groups_", "group_labels_"}
     enc2 = pickle.loads(pickle.dumps(enc))
     np.testing.assert_array_equal(enc2.transform(["M", "F"]), [1, 0])
-    assert clone(enc).get_params() == {"sensitive_values": None, "allow_empty_groups": False}
+    assert clone(enc).get_params() == {
+        "sensitive_values": None,
+        "allow_empty_groups": False,
+        "allow_single_group": False,
+    }
 
 
 def test_observed_group_codes_allows_single_group():

@@ -100,10 +100,10 @@ def test_constant_is_free_and_reads_no_row():
     assert isinstance(a.dp_event_, dp_accounting.NoOpDpEvent)
     assert a.privacy_spent_ == PrivacySpent(0.0, 0.0) == spent(a)
     assert isinstance(planned_fit_event(a, 10), dp_accounting.NoOpDpEvent)
-    out = a.transform(X)
+    out = a.transform(X).to_numpy()  # a DataFrame in, a DataFrame out
     assert not np.isnan(out).any() and np.all(out[X.isna().to_numpy()] == -1.0)
     strings = pd.DataFrame({"c": ["x", np.nan]})
-    assert DPSimpleImputer("constant").fit_transform(strings).ravel().tolist() == [
+    assert DPSimpleImputer("constant").fit_transform(strings).to_numpy().ravel().tolist() == [
         "x",
         "missing_value",
     ]
@@ -129,7 +129,7 @@ def test_numeric_strategies_accounting_and_accuracy(strategy):
     # median: bins of ~3 with linear interpolation, the noise moves the crossing little
     margin = 0.2 if strategy == "mean" else 1.0
     assert np.all(np.abs(imp.statistics_ - truth) <= margin), (imp.statistics_, truth)
-    out = imp.transform(X)
+    out = imp.transform(X).to_numpy()
     np.testing.assert_array_equal(out[X.isna().to_numpy()], np.broadcast_to(
         imp.statistics_, X.shape)[X.isna().to_numpy()])  # fmt: skip
     observed = ~X.isna().to_numpy()
@@ -144,7 +144,7 @@ def test_most_frequent_noisy_max_over_declared_categories():
     assert imp.statistics_.tolist() == ["b"]  # 7000 rows vs 4200: far beyond the noise
     assert imp.dp_event_ == imp.planned_event(len(X))
     assert imp.privacy_spent_.epsilon <= 0.5
-    assert set(imp.transform(X).ravel()) == {"a", "b", "c"}
+    assert set(imp.transform(X).to_numpy().ravel()) == {"a", "b", "c"}
     # numeric categories on a numeric column
     numbers = DPSimpleImputer("most_frequent", categories=[[1, 2]], epsilon=1.0, random_state=0)
     assert numbers.fit_transform([[1.0], [2.0], [2.0], [np.nan]] * 500)[3, 0] == 2.0

@@ -73,6 +73,10 @@ class PrivateMetricFrame:
     sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
         Group membership in fairlearn's formats; several attributes give
         intersectional groups (a ``MultiIndex``, every combination, as fairlearn).
+        A single group is accepted, as by fairlearn: the release is then the one
+        group's noisy ``tn, fp, fn, tp`` (the overall table, at the same price),
+        ``by_group`` equals ``overall``, and ``difference`` and ``ratio`` (and
+        their intervals) are exactly 0 and 1, which reveals nothing.
     epsilon : float
         Budget of the release, ``> 0``; ``np.inf``: exact values, no noise.
     delta : float or "auto", default="auto"

@@ -296,6 +296,9 @@ def difference_interval(
         folded_low, folded_high = folded_interval(signed.mean(axis=0), signed.std(axis=0),
                                                   confidence)  # fmt: skip
         lower, upper = np.where(sure > 0, lower, folded_low), np.where(sure > 0, upper, folded_high)
+    # one group (fairlearn accepts it): no gap to bound, the difference is 0 exactly
+    single = valid.sum(axis=-1) <= 1
+    lower, upper = np.where(single, 0.0, lower), np.where(single, 0.0, upper)
     if test is None:
         return lower, upper
     if method == "between_groups":

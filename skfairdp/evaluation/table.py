@@ -170,7 +170,11 @@ def check_evaluation_data(
     t, p = _binary(t, p, pos_label)
     read_sensitive_features(sensitive_features, t.shape[0], other="y_true")
     groups, encoder = encode_sensitive_features(
-        sensitive_features, t.shape[0], sensitive_values=sensitive_values, allow_empty_groups=True
+        sensitive_features,
+        t.shape[0],
+        sensitive_values=sensitive_values,
+        allow_empty_groups=True,
+        allow_single_group=True,  # as fairlearn's MetricFrame: differences are 0
     )
     weights = _weights(sample_weight, t.shape[0], private, float(max_sample_weight))
     return EvaluationData(t, p, groups, encoder, weights)

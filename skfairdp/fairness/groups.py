@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .inputs import (
@@ -176,7 +176,7 @@ def _format_label(label: Any) -> str:
 # --------------------------------------------------------------------------
 # Public API
 # --------------------------------------------------------------------------
-class GroupEncoder(BaseEstimator):
+class GroupEncoder(TransformerMixin, BaseEstimator):
     """Encode sensitive features into integer (joint) group codes.
 
     Parameters
@@ -193,6 +193,10 @@ class GroupEncoder(BaseEstimator):
     allow_empty_groups : bool, default=False
         If False, ``fit`` raises a ValueError when a declared or joint group
         has no rows.  If True, empty groups are kept silently.
+    allow_single_group : bool, default=False
+        If False, ``fit`` raises a ValueError when the domain holds a single
+        group (fairness needs two; usually the wrong column was passed). If
+        True, one group is accepted, as by fairlearn's ``MetricFrame``.
 
     Attributes
     ----------
@@ -229,9 +233,11 @@ class GroupEncoder(BaseEstimator):
         self,
         sensitive_values: Sequence[Any] | Mapping[str, Sequence[Any]] | None = None,
         allow_empty_groups: bool = False,
+        allow_single_group: bool = False,
     ) -> None:
         self.sensitive_values = sensitive_values
         self.allow_empty_groups = allow_empty_groups
+        self.allow_single_group = allow_single_group
 
     # ---------------------------------------------------------------- fit
     def _declared_domains(self, names: list[str]) -> list[list[Any]] | None:
@@ -280,13 +286,17 @@ class GroupEncoder(BaseEstimator):
                 )
         return domains
 
-    def fit(self, sensitive_features: Any, *, n_samples: int | None = None) -> GroupEncoder:
+    def fit(
+        self, sensitive_features: Any, y: None = None, *, n_samples: int | None = None
+    ) -> GroupEncoder:
         """Learn (or check the declared) group domain.
 
         Parameters
         ----------
         sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
             Sensitive labels, see the module docstring for accepted formats.
+        y : None
+            Ignored (scikit-learn's transformer signature).
         n_samples : int or None, default=None
             Expected number of rows (``X.shape[0]``), checked if given.
 
@@ -298,13 +308,17 @@ class GroupEncoder(BaseEstimator):
         self._fit_transform(sensitive_features, n_samples)
         return self
 
-    def fit_transform(self, sensitive_features: Any, *, n_samples: int | None = None) -> np.ndarray:
+    def fit_transform(
+        self, sensitive_features: Any, y: None = None, *, n_samples: int | None = None
+    ) -> np.ndarray:
         """Fit the encoder and return the group codes of ``sensitive_features``.
 
         Parameters
         ----------
         sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
             Sensitive labels.
+        y : None
+            Ignored (scikit-learn's transformer signature).
         n_samples : int or None, default=None
             Expected number of rows, checked if given.
 
@@ -325,7 +339,7 @@ class GroupEncoder(BaseEstimator):
             array[:] = sorted_categories(values)
             categories.append(array)
         n_groups = int(np.prod([len(c) for c in categories]))
-        if n_groups < 2:
+        if n_groups < 2 and not self.allow_single_group:
             only = ", ".join(
                 f"{n}={_format_value(c[0])}" for n, c in zip(names, categories, strict=True)
             )
@@ -337,6 +351,16 @@ class GroupEncoder(BaseEstimator):
         self.categories_ = categories
         self.n_groups_ = n_groups
         self._explicit_names = explicit
+        domain = "the declared sensitive_values" if domains is not None else "the fitted categories"
+        try:
+            codes = self._encode(names, columns, domain)
+            if not self.allow_empty_groups:
+                self._check_no_empty_groups(codes)
+        except ValueError:
+            for attribute in _FITTED_ATTRIBUTES:  # a failed fit leaves the encoder unfitted
+                self.__dict__.pop(attribute, None)
+            raise
+        # the labels after the checks: a refused product domain can be huge
         labels = np.empty(n_groups, dtype=object)
         if len(categories) == 1:
             labels[:] = list(categories[0])
@@ -347,15 +371,6 @@ class GroupEncoder(BaseEstimator):
                 for idx in zip(*grids, strict=True)
             ]
         self.group_labels_ = labels
-        domain = "the declared sensitive_values" if domains is not None else "the fitted categories"
-        try:
-            codes = self._encode(names, columns, domain)
-            if not self.allow_empty_groups:
-                self._check_no_empty_groups(codes)
-        except ValueError:
-            for attribute in _FITTED_ATTRIBUTES:  # a failed fit leaves the encoder unfitted
-                self.__dict__.pop(attribute, None)
-            raise
         return codes
 
     def _check_no_empty_groups(self, codes: np.ndarray) -> None:
@@ -429,8 +444,8 @@ class GroupEncoder(BaseEstimator):
             ``"name=value"`` pairs joined by ``", "``.
         """
         check_is_fitted(self, "n_groups_")
-        label = self.group_labels_[int(code)]
-        values = label if len(self.names_) > 1 else (label,)
+        idx = np.unravel_index(int(code), [len(c) for c in self.categories_])
+        values = tuple(c[i] for c, i in zip(self.categories_, idx, strict=True))
         return ", ".join(
             f"{n}={_format_value(v)}" for n, v in zip(self.names_, values, strict=True)
         )
@@ -442,6 +457,7 @@ def encode_sensitive_features(
     *,
     sensitive_values: Sequence[Any] | Mapping[str, Sequence[Any]] | None = None,
     allow_empty_groups: bool = False,
+    allow_single_group: bool = False,
 ) -> tuple[np.ndarray, GroupEncoder]:
     """Validate and encode ``sensitive_features`` at fit time.
 
@@ -456,6 +472,8 @@ def encode_sensitive_features(
         :class:`GroupEncoder`.
     allow_empty_groups : bool, default=False
         Whether declared/joint groups without rows are allowed.
+    allow_single_group : bool, default=False
+        Whether a domain of one group is allowed.
 
     Returns
     -------
@@ -464,6 +482,10 @@ def encode_sensitive_features(
     encoder : GroupEncoder
         The fitted encoder, to encode sensitive features at predict/evaluate time.
     """
-    encoder = GroupEncoder(sensitive_values=sensitive_values, allow_empty_groups=allow_empty_groups)
+    encoder = GroupEncoder(
+        sensitive_values=sensitive_values,
+        allow_empty_groups=allow_empty_groups,
+        allow_single_group=allow_single_group,
+    )
     codes = encoder.fit_transform(sensitive_features, n_samples=n_samples)
     return codes, encoder

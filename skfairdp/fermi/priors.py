@@ -190,6 +190,7 @@ def release_priors(
                 if private
                 else "lower rho (it bounds the sensitivity only when epsilon is finite)"
             ),
+            noise_std=counts_std / max(n, 1) if private and releases_priors else None,
             stacklevel=6,  # user -> fit -> _private_fit -> _fit_template -> hook -> here
         )
     event = gaussian_release_event(statistics_multiplier) if releases_histogram else NoOpDpEvent()
@@ -267,8 +268,10 @@ def _histogram(ctx, cells, n_cells, moves_two, statistics_multiplier) -> np.ndar
 
 
 def _normalised(counts: np.ndarray) -> np.ndarray:
+    """Rows of counts as fractions; a row the noise clipped to all zeros is uniform."""
     totals = counts.sum(axis=-1, keepdims=True)
-    return counts / np.where(totals > 0, totals, 1.0)
+    uniform = np.full_like(counts, 1.0 / counts.shape[-1])
+    return np.where(totals > 0, counts / np.where(totals > 0, totals, 1.0), uniform)
 
 
 def blocks(fairness: str, y_enc: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -314,7 +317,11 @@ def min_cell_share(pinv: torch.Tensor, fairness: str, label_weights: np.ndarray)
 
 
 def check_min_group_fraction(
-    fractions: Any, rho: float, labels: Sequence[Any] | None = None
+    fractions: Any,
+    rho: float,
+    labels: Sequence[Any] | None = None,
+    *,
+    noise_std: float | None = None,
 ) -> np.ndarray:
     """Check that every group's (estimated) fraction is at least ``rho``.
 
@@ -328,6 +335,11 @@ def check_min_group_fraction(
     labels : sequence or None, default=None
         Group labels for the error message (e.g. ``encoder.group_labels_``);
         defaults to the group codes.
+    noise_std : float or None, default=None
+        Standard deviation of the noise on each fraction when it is a noisy
+        estimate. The message then shows it next to each fraction, and where it
+        is at least ``rho`` says that the estimate is noise rather than a sign
+        that the group is small.
 
     Returns
     -------
@@ -350,14 +362,23 @@ def check_min_group_fraction(
         raise ValueError(f"got {len(labels)} labels for {fractions.size} group fractions.")
     low = np.flatnonzero(fractions < rho)
     if low.size:
+        noisy = noise_std is not None
+        spread = f" +- {float(noise_std):.2g} noise std" if noisy else ""
         shown = "; ".join(
-            f"{_format_label(labels[g])} (fraction {fractions[g]:.4g})" for g in low[:MAX_LISTED]
+            f"{_format_label(labels[g])} ({'estimated ' if noisy else ''}fraction "
+            f"{fractions[g]:.4g}{spread})"
+            for g in low[:MAX_LISTED]
         )
         more = f"; and {low.size - MAX_LISTED} more" if low.size > MAX_LISTED else ""
+        advice = "Merge or drop small groups, or lower rho."
+        if noise_std is not None and float(noise_std) >= float(rho):
+            advice = (
+                "The noise is at least rho, so these estimates say nothing about the "
+                "groups' sizes (a group holding half the rows can read as 0)."
+            )
         raise ValueError(
             f"{low.size} group(s) have an estimated fraction below the minimum group "
-            f"fraction rho={float(rho):g}: {shown}{more}. Merge or drop small groups, "
-            "or lower rho."
+            f"fraction rho={float(rho):g}: {shown}{more}. {advice}"
         )
     return fractions
 
@@ -370,6 +391,7 @@ def check_priors_against_rho(
     declared: bool,
     source: str,
     remedy: str,
+    noise_std: float | None = None,
     stacklevel: int = 2,
 ) -> None:
     """Apply the rule for group priors below ``rho``: refuse declared ones, warn on counted ones.
@@ -395,6 +417,9 @@ def check_priors_against_rho(
         How the fractions were obtained and what the user can do, for the warning
         ("These fractions {source} and were clamped at rho; for an accurate fairness
         weighting {remedy}.").
+    noise_std : float or None, default=None
+        Standard deviation of the noise on each counted fraction (noisy count
+        standard deviation over n), shown in the message; None when exact.
     stacklevel : int, default=2
         The warning's stack level as seen from the caller.
 
@@ -405,7 +430,7 @@ def check_priors_against_rho(
     """
     try:
         for row, row_labels in zip(np.atleast_2d(priors), labels, strict=True):
-            check_min_group_fraction(row, rho, row_labels)
+            check_min_group_fraction(row, rho, row_labels, noise_std=noise_std)
     except ValueError as exc:
         if declared:
             raise  # the user's public priors contradict rho

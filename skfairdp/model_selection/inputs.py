@@ -27,6 +27,8 @@ def check_search_input(X, y, sensitive_features, fairness: str | None) -> tuple:
     X, y = indexable(X, y)
     y = np.asarray(y)
     n = _num_samples(X)
+    if n == 0:
+        raise ValueError("X has 0 samples: PrivateSearchCV needs rows to search on")
     if y.shape[0] != n:
         raise ValueError(f"X has {n} rows but y has {y.shape[0]}")
     if fairness is None:

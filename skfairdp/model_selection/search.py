@@ -120,7 +120,11 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
     max_violation : float or None, default=None
         With ``fairness``: the bound of the selection rule (runs meeting it win).
     epsilon : float, default=1.0
-        Total epsilon of the whole search (all runs and their scores).
+        Total epsilon of the whole search (all runs and their scores), finite:
+        ``np.inf`` is refused (``InvalidParameterError``). The search's guarantee
+        comes from the noisy scores and the secret number of runs, which a
+        non-private search has no use for; at ``epsilon=np.inf`` tune the estimator
+        with scikit-learn's ``GridSearchCV`` or ``RandomizedSearchCV`` instead.
     delta : float or "auto", default="auto"
         Total delta; ``"auto"`` is ``0.1 / n`` rounded down (see
         :func:`~skfairdp.privacy.resolve_delta`).
@@ -332,7 +336,9 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         n_groups = 1 if encoder is None else encoder.n_groups_
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
-            raise ValueError("PrivateSearchCV needs at least 2 classes in y")
+            raise ValueError(
+                f"PrivateSearchCV needs at least 2 classes in y; got 1 class ({self.classes_[0]!r})"
+            )
         n = len(y)
         n_val, delta, z, budget = self._plan(spaces, n)
         if not budget.exact:

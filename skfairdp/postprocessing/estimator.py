@@ -127,7 +127,11 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         The two labels of ``y``, sorted; the second is the positive class, whose
         probability is the base estimator's ``predict_proba[:, 1]``.
     group_encoder_ : GroupEncoder
-        The groups seen at fit (fixed at fit; others are an error at predict).
+        The attributes' values seen at fit (fixed at fit; others are an error at predict).
+    group_labels_ : ndarray of dtype object, shape (n_groups,)
+        The groups present at fit, the rows of ``histogram_`` and ``thresholds_``:
+        with several attributes, only the combinations that occur (a combination
+        absent at fit is an error at predict, as a value never seen).
     histogram_ : ndarray of shape (n_groups, 2, n_bins)
         The released noisy counts (before clipping at 0).
     thresholds_ : ThresholdRule
@@ -295,7 +299,7 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return compose([inner, gaussian_release_event(self._multiplier(inner, delta))])
 
     # --------------------------------------------------------------------- fit
-    def fit(self, X, y, *, sensitive_features=None, sample_weight=None):
+    def fit(self, X, y, *, sensitive_features=None, sample_weight=None, **kwargs):
         """Fit (or take) the base estimator, release the histogram, choose the thresholds.
 
         Parameters
@@ -304,11 +308,18 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             Whatever the base estimator takes.
         y : array-like of shape (n_samples,)
             Two classes; the second in sorted order is the positive one (the
-            base estimator is fitted on them encoded as 0/1).
+            base estimator is fitted on them encoded as 0/1). A one-column
+            DataFrame is read as its column, as by fairlearn.
         sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
-            Group membership (fairlearn's formats); at least two groups.
+            Group membership (fairlearn's formats); at least two groups present.
+            With several attributes the groups are the combinations present.
         sample_weight : array-like of shape (n_samples,), optional
-            Public weights in ``[0, max_sample_weight]``.
+            Public weights in ``[0, max_sample_weight]``; also passed to the base
+            estimator's ``fit`` with ``prefit=False``.
+        **kwargs
+            Passed to the base estimator's ``fit`` (``prefit=False``), as by
+            fairlearn's ``ThresholdOptimizer``; an error with ``prefit=True``,
+            which fits nothing. Its ``dp_event_`` must still record the fit.
 
         Returns
         -------
@@ -316,6 +327,16 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """
         self._validate_params()
         self._check_params()
+        if X is None:
+            raise ValueError(
+                f"X is None: {type(self).__name__}.fit needs the features the base estimator "
+                "scores (one row per label in y)."
+            )
+        if kwargs and self.prefit:
+            raise ValueError(
+                f"fit got keyword argument(s) {sorted(kwargs)} for the base estimator's fit, "
+                "but prefit=True fits nothing: drop them or use prefit=False."
+            )
         if sensitive_features is None:
             raise ValueError(
                 f"{type(self).__name__}.fit needs sensitive_features (one group per row). "
@@ -323,14 +344,16 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
         y = self._check_y(X, y)
         n = y.shape[0]
-        groups, self.group_encoder_ = encode_sensitive_features(sensitive_features, n)
+        groups = self._fit_groups(sensitive_features, n)
         weights = check_sample_weight(
             sample_weight, n, epsilon=self.epsilon, max_sample_weight=self.max_sample_weight
         )
         self.delta_ = resolve_delta(self.delta, n) if self._private() else 0.0
         random = RandomSource(self.random_state, secure_mode=self.secure_mode)
         recorder = EventRecorder()
-        self.estimator_ = self._base_estimator(X, y, sensitive_features, sample_weight, random)
+        self.estimator_ = self._base_estimator(
+            X, y, sensitive_features, sample_weight, random, kwargs
+        )
         estimator_event = dp_accounting.NoOpDpEvent()
         if not self.prefit:
             estimator_event = getattr(
@@ -343,7 +366,7 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 setattr(self, name, getattr(self.estimator_, name))
         self.n_bins_ = self._n_bins()
         bins = bin_scores(self._scores(X), self.score_range_, self.n_bins_)
-        counts = exact_histogram(groups, y, bins, n_groups=self.group_encoder_.n_groups_,
+        counts = exact_histogram(groups, y, bins, n_groups=len(self.group_labels_),
                                  n_bins=self.n_bins_, sample_weight=weights)  # fmt: skip
         self.sensitivity_ = 1.0 if weights is None else float(self.max_sample_weight)
         if self._private():
@@ -366,9 +389,49 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         )  # fmt: skip
         return self
 
+    def _fit_groups(self, sensitive_features, n: int) -> np.ndarray:
+        """Codes of the groups present at fit, in ``[0, n_groups)``; sets ``group_labels_``.
+
+        With several attributes the encoder's grid of combinations is cut to those
+        that occur, as doc/postprocessing.md says (no ``sensitive_values`` here).
+        """
+        codes, self.group_encoder_ = encode_sensitive_features(
+            sensitive_features, n, allow_empty_groups=True
+        )
+        self._group_codes_ = np.flatnonzero(
+            np.bincount(codes, minlength=self.group_encoder_.n_groups_)
+        )
+        if self._group_codes_.size < 2:
+            only = self.group_encoder_.format_group(int(self._group_codes_[0]))
+            raise ValueError(
+                f"sensitive_features has a single group present ({only}); thresholds per "
+                "group need at least 2. Check that the right column was passed."
+            )
+        self.group_labels_ = self.group_encoder_.group_labels_[self._group_codes_]
+        return np.searchsorted(self._group_codes_, codes).astype(np.int64)
+
+    def _group_codes(self, sensitive_features, n: int) -> np.ndarray:
+        """Codes of the fitted groups for new rows; a combination absent at fit is an error."""
+        codes = self.group_encoder_.transform(sensitive_features, n_samples=n)
+        index = np.minimum(np.searchsorted(self._group_codes_, codes), self._group_codes_.size - 1)
+        absent = np.unique(codes[self._group_codes_[index] != codes])
+        if absent.size:
+            shown = "; ".join(self.group_encoder_.format_group(int(g)) for g in absent[:5])
+            raise ValueError(
+                f"sensitive_features has rows of group(s) that had no rows at fit: {shown}. "
+                "Each row needs a group seen at fit, whose thresholds were chosen."
+            )
+        return index.astype(np.int64)
+
     def _check_y(self, X, y) -> np.ndarray:
         """``y`` as 0/1 (1: the second of the two sorted classes); sets ``classes_``."""
         reject_source(X, type(self).__name__)
+        if (
+            getattr(y, "ndim", 1) == 2
+            and getattr(y, "shape", (0, 0))[1] == 1
+            and hasattr(y, "iloc")
+        ):
+            y = y.iloc[:, 0]  # a one-column DataFrame, read as fairlearn does (no warning)
         y = check_y(self, y, _num_samples(X))
         classes = np.unique(y)
         if len(classes) != 2:
@@ -380,12 +443,12 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         return (y == classes[1]).astype(np.int64)
 
-    def _base_estimator(self, X, y, sensitive_features, sample_weight, random):
+    def _base_estimator(self, X, y, sensitive_features, sample_weight, random, fit_kwargs):
         if self.prefit:
             check_is_fitted(self.estimator)
             return self.estimator
         inner = self._inner(self.delta_, random)
-        kwargs = {}
+        kwargs = dict(fit_kwargs)
         accepted = inspect.signature(inner.fit).parameters
         if "sensitive_features" in accepted:
             kwargs["sensitive_features"] = sensitive_features
@@ -425,7 +488,7 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "gets its group's threshold"
             )
         bins = bin_scores(self._scores(X), self.score_range_, self.n_bins_)
-        groups = self.group_encoder_.transform(sensitive_features, n_samples=bins.shape[0])
+        groups = self._group_codes(sensitive_features, bins.shape[0])
         positive = self.thresholds_.positive_probability(groups, bins)
         return np.column_stack([1.0 - positive, positive])
 

@@ -197,7 +197,8 @@ def _from_dict(bounds: Mapping, columns: _Columns) -> tuple[np.ndarray, np.ndarr
         raise ValueError(
             f"{name} is a dict keyed by column name, but X has no column names (an array, "
             f"not a DataFrame): key it by column position 0..{columns.n - 1}, or fit on a "
-            f"DataFrame. {columns}"
+            "DataFrame (in a Pipeline whose earlier step returns an array, call "
+            f'.set_output(transform="pandas") on the pipeline). {columns}'
         )
     wanted = columns.keys
     missing = [k for k in wanted if k not in bounds]

@@ -7,7 +7,9 @@ import numbers
 
 import dp_accounting
 import numpy as np
+import pandas as pd
 import torch
+from sklearn import get_config
 from sklearn.base import TransformerMixin, _fit_context
 from sklearn.utils._mask import _get_mask
 from sklearn.utils._missing import is_scalar_nan
@@ -24,6 +26,17 @@ from .imputation import binned_counts, histogram_median, mean_sums, noisy_mean
 __all__ = ["DPSimpleImputer"]
 
 _NUMERIC = ("mean", "median")
+
+
+def _keeps_frame(imputer, X) -> bool:
+    """Whether ``transform`` returns a DataFrame: one in, fitted on one, no ``set_output``."""
+    configured = "transform" in getattr(imputer, "_sklearn_output_config", {})
+    return (
+        isinstance(X, pd.DataFrame)
+        and hasattr(imputer, "feature_names_in_")
+        and not configured
+        and get_config()["transform_output"] == "default"
+    )
 
 
 class DPSimpleImputer(TransformerMixin, PrivateStep):
@@ -278,16 +291,25 @@ class DPSimpleImputer(TransformerMixin, PrivateStep):
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features) or (n_samples, 2 * n_features)
+        ndarray or DataFrame of shape (n_samples, n_features) or (n_samples, 2 * n_features)
             ``add_indicator=True`` appends one column per feature: 1 where it was missing.
+            A DataFrame (columns :meth:`get_feature_names_out`, ``X``'s index) when
+            ``X`` is one and the imputer was fitted on one, unless ``set_output``
+            chose the output: the next step, such as :class:`DPStandardScaler` with
+            the same dict of ``bounds``, then reads the columns by name, in a
+            ``Pipeline`` too. ``set_output(transform="default")`` gives an ndarray.
         """
         check_is_fitted(self, "statistics_")
+        frame = X if _keeps_frame(self, X) else None
         X = self._validate(X, reset=False)
         missing = _get_mask(X, self.missing_values)
         out = X.astype(self.statistics_.dtype) if X.dtype != self.statistics_.dtype else X.copy()
         rows, cols = np.nonzero(missing)
         out[rows, cols] = self.statistics_[cols]
-        return np.hstack([out, missing]) if self.add_indicator else out
+        out = np.hstack([out, missing]) if self.add_indicator else out
+        if frame is None:
+            return out
+        return pd.DataFrame(out, columns=self.get_feature_names_out(), index=frame.index)
 
     def get_feature_names_out(self, input_features=None):
         """The input names, then ``"missingindicator_{name}"`` of each with ``add_indicator``."""
