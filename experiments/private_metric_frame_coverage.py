@@ -21,8 +21,8 @@ of 180 and 1,620 rows (and a three-group case: 90, 270 and 1,440 rows) at epsilo
 0.2, 1 and inf, counting the releases whose ``difference()`` interval holds 0.
 
 Deterministic (seeded). Writes ``results/private_metric_frame_coverage.csv`` (the
-first grid) and ``.md`` (both). ``--zero-only`` runs and prints the second grid
-(about seven minutes on a loaded machine)::
+first grid) and ``.md`` (both). About 20 minutes on one core of a loaded machine
+(9 for the first grid, 11 for the second; ``--zero-only`` runs and prints the second)::
 
     python experiments/private_metric_frame_coverage.py
 """
