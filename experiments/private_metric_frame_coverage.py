@@ -15,8 +15,14 @@ mean width, and its ratio to two references:
   own distribution were known;
 * **Wilson's** interval at the true counts (epsilon = inf, rates only).
 
-Deterministic (seeded). Writes ``results/private_metric_frame_coverage.csv`` and
-``.md``. About two minutes on one core::
+A second grid (issue 35) checks the violation intervals where the true gap is 0
+at a rate of 0 or 1: constant predictors (all negative, all positive) on groups
+of 180 and 1,620 rows (and a three-group case: 90, 270 and 1,440 rows) at epsilon
+0.2, 1 and inf, counting the releases whose ``difference()`` interval holds 0.
+
+Deterministic (seeded). Writes ``results/private_metric_frame_coverage.csv`` (the
+first grid) and ``.md`` (both). About 20 minutes on one core of a loaded machine
+(9 for the first grid, 11 for the second; ``--zero-only`` runs and prints the second)::
 
     python experiments/private_metric_frame_coverage.py
 """
@@ -41,6 +47,17 @@ FIELDS = [
 ]  # fmt: skip
 
 
+#: (name, population) of the second grid: every group's rates are 0 or 1, every gap 0.
+ZERO_POPULATIONS = (
+    ("all negative", Population((0.1, 0.9), (0.3, 0.5), (0.0, 0.0), (0.0, 0.0))),
+    ("all positive", Population((0.1, 0.9), (0.3, 0.5), (1.0, 1.0), (1.0, 1.0))),
+    ("all negative, 3 groups",
+     Population((0.05, 0.15, 0.8), (0.3, 0.4, 0.5), (0.0,) * 3, (0.0,) * 3)),
+)  # fmt: skip
+ZERO_ROWS = 1800
+ZERO_EPSILONS = (0.2, 1.0, math.inf)
+
+
 def population(shares: tuple[float, float]) -> Population:
     return Population(shares, base_rates=(0.3, 0.2), tpr=(0.7, 0.5), fpr=(0.1, 0.05))
 
@@ -57,6 +74,21 @@ def run(n_evaluations: int, n_draws: int, seed: int) -> list[dict]:
                     rows.append(row)
                     print({k: row[k] for k in ("shares", "n_samples", "epsilon", "metric",
                                                 "target", "covered")}, flush=True)  # fmt: skip
+    return rows
+
+
+def run_zero(n_evaluations: int, n_draws: int, seed: int) -> list[dict]:
+    """The second grid: the ``difference()`` rows of constant predictors (true gap 0)."""
+    rows = []
+    for name, pop in ZERO_POPULATIONS:
+        for eps in ZERO_EPSILONS:
+            for row in simulate(pop, ZERO_ROWS, eps, n_evaluations=n_evaluations,
+                                n_draws=n_draws, n_oracle=1000, seed=seed):  # fmt: skip
+                if row["target"] == "difference":
+                    row["predictor"] = name
+                    rows.append(row)
+                    print({k: row[k] for k in ("predictor", "epsilon", "metric", "covered")},
+                          flush=True)  # fmt: skip
     return rows
 
 
@@ -89,19 +121,49 @@ def report(rows: list[dict], n_evaluations: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def report_zero(rows: list[dict], n_evaluations: int) -> str:
+    lines = [
+        "",
+        f"## A true gap of 0 at a rate of 0 or 1 ({n_evaluations:,} evaluations each)",
+        "",
+        f"Constant predictors on {ZERO_ROWS:,} rows (two groups of shares 0.1/0.9, or three "
+        "of 0.05/0.15/0.8): every group's selection rate and true-positive rate is 0 (all "
+        "negative) or 1 (all positive), so each `difference()` is 0. *covered*: evaluations "
+        "whose 95 % interval holds 0 (a correct interval: about 950; before issue 35's fix, "
+        "a posterior pushed inward from 0 and 1 excluded 0 in up to a third of them).",
+        "",
+        "| predictor | epsilon | noise std | metric | covered | mean width | flagged |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['predictor']} | {r['epsilon']:g} | {r['noise_std']:.1f} | {r['metric']} "
+            f"| {r['covered']} | {_fmt(r['mean_width'])} | {_fmt(r['noise_dominated'], 2)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evaluations", type=int, default=1000)
     parser.add_argument("--draws", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--zero-only", action="store_true",
+                        help="run the second grid only and print its table")  # fmt: skip
     args = parser.parse_args()
+    zero = run_zero(args.evaluations, args.draws, args.seed)
+    if args.zero_only:
+        print(report_zero(zero, args.evaluations))
+        return
     rows = run(args.evaluations, args.draws, args.seed)
     RESULTS.mkdir(exist_ok=True)
     with (RESULTS / "private_metric_frame_coverage.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-    (RESULTS / "private_metric_frame_coverage.md").write_text(report(rows, args.evaluations))
+    (RESULTS / "private_metric_frame_coverage.md").write_text(
+        report(rows, args.evaluations) + report_zero(zero, args.evaluations)
+    )
 
 
 if __name__ == "__main__":

@@ -47,7 +47,8 @@ POPULATIONS = [
 EPSILONS = [0.2, 1.0]
 RELEASES = 400
 FRAMES = 200
-CHECKS = len(POPULATIONS) * len(EPSILONS) + 2
+#: one check per (population, epsilon), two per unweighted frame test, three per weighted one
+CHECKS = len(POPULATIONS) * len(EPSILONS) + 2 + 3
 
 
 def most_exclusions(releases: int) -> int:
@@ -94,4 +95,31 @@ def test_violation_intervals_of_a_frame_keep_a_true_zero(monkeypatch):
         )  # fmt: skip
         for notion in excluded:
             excluded[notion] += violation_interval(frame, notion, 1 - ALPHA).lower > 0
+    assert max(excluded.values()) <= most_exclusions(FRAMES), excluded
+
+
+def test_weighted_violation_intervals_keep_a_true_zero_at_a_rate_of_one(monkeypatch):
+    """A constant predictor of 1 with sample weights in {1, 2, 3} (``max_sample_weight=3``,
+    so the noise and the test's variance scale with 3): demographic parity between groups
+    and to the overall rate, and equalized odds, released FRAMES times at epsilon 1."""
+    monkeypatch.setattr(table_module, "table_noise_multiplier",
+                        functools.lru_cache(table_module.table_noise_multiplier))  # fmt: skip
+    monkeypatch.setattr(frame_module, "epsilon_spent",
+                        functools.lru_cache(frame_module.epsilon_spent))  # fmt: skip
+    rng = np.random.default_rng(12)
+    groups = np.repeat([0, 1], [180, 1620])
+    y_pred = np.ones(groups.size, dtype=int)
+    excluded = {"between_groups": 0, "to_overall": 0, "equalized_odds": 0}
+    for _ in range(FRAMES):
+        y_true = (rng.random(groups.size) < np.where(groups == 0, 0.3, 0.5)).astype(int)
+        frame = PrivateMetricFrame(
+            metrics="selection_rate", y_true=y_true, y_pred=y_pred, sensitive_features=groups,
+            sample_weight=rng.integers(1, 4, groups.size), max_sample_weight=3, epsilon=1.0,
+            n_draws=500, random_state=int(rng.integers(2**31)),
+        )  # fmt: skip
+        for method in ("between_groups", "to_overall"):
+            excluded[method] += frame.interval("difference", 1 - ALPHA, method=method).lower > 0
+        excluded["equalized_odds"] += (
+            violation_interval(frame, "equalized_odds", 1 - ALPHA).lower > 0
+        )
     assert max(excluded.values()) <= most_exclusions(FRAMES), excluded
