@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from ..privacy import PrivacySpent, RandomSource, epsilon_spent
+from . import control as _control
 from . import intervals
 from .metrics import ConfusionMetric, metric_name, resolve_metric
 from .table import (
@@ -90,6 +92,14 @@ class PrivateMetricFrame:
         groups exist is not read from the private rows. Default: the groups observed.
     n_draws : int, default=4000
         Posterior draws behind the intervals.
+    control_features : array-like of shape (n_samples,) or (n_samples, n_controls), optional
+        fairlearn's control features: ``by_group`` is indexed by the control levels
+        then the groups, and ``overall``, ``group_min``, ``group_max``,
+        ``difference``, ``ratio`` and every interval but ``"by_group"`` are computed
+        within each control level (indexed by it). Free: every row is in exactly one
+        (control, group) cell of the one released table, so the sensitivity is
+        unchanged. A (control, group) cell without rows reads NaN at
+        ``epsilon=inf``, as in fairlearn.
     random_state : int, RandomState or None, default=None
         Seeds the noise and the posterior draws. A seed known to others lets them
         subtract the noise: for experiments only.
@@ -137,6 +147,7 @@ class PrivateMetricFrame:
         max_sample_weight: float = 1.0,
         pos_label: Any = 1,
         sensitive_values: Any = None,
+        control_features: Any = None,
         n_draws: int = 4000,
         random_state: Any = None,
         secure_mode: bool = False,
@@ -154,14 +165,20 @@ class PrivateMetricFrame:
             pos_label=pos_label, private=self._private, max_sample_weight=max_sample_weight,
             sensitive_values=sensitive_values,
         )  # fmt: skip
+        index, self._levels = _group_index(data.encoder), None
+        if control_features is not None:
+            codes, levels = _control.encode_control(control_features, data.y_true.shape[0])
+            cells, index, level_of_cell = _control.combine(codes, levels, data.groups, index)
+            data = replace(data, groups=cells)
+            self._levels = (levels, level_of_cell)
         random = RandomSource(random_state, secure_mode=secure_mode)
         release = release_table(
-            exact_table(data), epsilon=float(epsilon), delta=delta,
+            exact_table(data, n_groups=len(index)), epsilon=float(epsilon), delta=delta,
             n_samples=data.y_true.shape[0], weighted=data.sample_weight is not None,
             max_sample_weight=max_sample_weight, random=random,
         )  # fmt: skip
         self._seed = None if secure_mode else random.seed
-        self._set_release(release, _group_index(data.encoder))
+        self._set_release(release, index)
 
     def _set_release(
         self, release: Release, index: pd.Index, spent: PrivacySpent | None = None
@@ -191,10 +208,17 @@ class PrivateMetricFrame:
         self._by_group = pd.DataFrame(
             {name: m(clipped) for name, m in self._metrics.items()}, index=self._index
         )
-        self._overall = pd.Series(
-            {name: float(m(clipped.sum(axis=0))) for name, m in self._metrics.items()},
-            dtype=float,
-        )
+        if self._levels is None:
+            self._overall = pd.Series(
+                {name: float(m(clipped.sum(axis=0))) for name, m in self._metrics.items()},
+                dtype=float,
+            )
+        else:
+            levels, level_of_cell = self._levels
+            pooled = np.stack([clipped[level_of_cell == k].sum(axis=0) for k in range(len(levels))])
+            self._overall = pd.DataFrame(
+                {name: m(pooled) for name, m in self._metrics.items()}, index=levels
+            )
         self._draws_cache: dict[str, intervals.Posterior] = {}  # shared by with_metrics
 
     @classmethod
@@ -210,6 +234,7 @@ class PrivateMetricFrame:
         seed: int | None = None,
         secure_mode: bool = False,
         spent: PrivacySpent | None = None,
+        levels: tuple[pd.Index, np.ndarray] | None = None,
     ) -> PrivateMetricFrame:
         """A frame over a table released elsewhere (e.g. by PrivateSearchCV), without a new release.
 
@@ -224,6 +249,7 @@ class PrivateMetricFrame:
         frame._single = not isinstance(metrics, Mapping)
         frame._metrics = _resolve_metrics(metrics, pos_label)
         frame._seed = seed
+        frame._levels = levels
         frame._set_release(release, index, spent)
         return frame
 
@@ -244,7 +270,7 @@ class PrivateMetricFrame:
         frame = type(self)._from_release(
             self._release, self._index, metrics=metrics, epsilon=self.epsilon,
             pos_label=self.pos_label, n_draws=int(self.n_draws), seed=self._seed,
-            secure_mode=self.secure_mode, spent=self.privacy_spent_,
+            secure_mode=self.secure_mode, spent=self.privacy_spent_, levels=self._levels,
         )  # fmt: skip
         frame.delta, frame.random_state = self.delta, self.random_state
         frame.max_sample_weight = self.max_sample_weight
@@ -277,28 +303,53 @@ class PrivateMetricFrame:
         """The metrics in each group (a Series for one metric, a DataFrame for a dict)."""
         return self._shape(self._by_group)
 
-    def group_min(self) -> float | pd.Series:
-        """The smallest value over groups of each metric."""
-        return self._shape(self._by_group.min())
+    def _per_level(self, values: pd.DataFrame, how: str) -> pd.Series | pd.DataFrame:
+        """``values`` (one row per cell) reduced over groups, per control level if any."""
+        if self._levels is None:
+            return getattr(values, how)()
+        levels, level_of_cell = self._levels
+        return (
+            getattr(values.groupby(level_of_cell), how)()
+            .reindex(range(len(levels)))
+            .set_axis(levels)
+        )
 
-    def group_max(self) -> float | pd.Series:
-        """The largest value over groups of each metric."""
-        return self._shape(self._by_group.max())
+    def _overall_per_cell(self) -> pd.Series | pd.DataFrame:
+        """``overall`` aligned with ``by_group`` (each cell's control level's value)."""
+        if self._levels is None:
+            return self._overall
+        return pd.DataFrame(
+            self._overall.to_numpy()[self._levels[1]],
+            index=self._index,
+            columns=self._overall.columns,
+        )
 
-    def difference(self, method: str = "between_groups") -> float | pd.Series:
+    def group_min(self) -> float | pd.Series | pd.DataFrame:
+        """The smallest value over groups of each metric (per control level if any)."""
+        return self._shape(self._per_level(self._by_group, "min"))
+
+    def group_max(self) -> float | pd.Series | pd.DataFrame:
+        """The largest value over groups of each metric (per control level if any)."""
+        return self._shape(self._per_level(self._by_group, "max"))
+
+    def difference(self, method: str = "between_groups") -> float | pd.Series | pd.DataFrame:
         """The largest absolute gap: ``group_max - group_min`` or to ``overall`` (fairlearn's)."""
         _check_method(method)
-        other = self._by_group.min() if method == "between_groups" else self._overall
-        return self._shape((self._by_group - other).abs().max())
+        if method == "between_groups":
+            gap = self._per_level(self._by_group, "max") - self._per_level(self._by_group, "min")
+            return self._shape(gap)
+        return self._shape(self._per_level((self._by_group - self._overall_per_cell()).abs(),
+                                           "max"))  # fmt: skip
 
-    def ratio(self, method: str = "between_groups") -> float | pd.Series:
+    def ratio(self, method: str = "between_groups") -> float | pd.Series | pd.DataFrame:
         """The smallest ratio (at most 1): ``group_min / group_max`` or to ``overall``."""
         _check_method(method)
         if method == "between_groups":
-            return self._shape(self._by_group.min() / self._by_group.max())
-        ratios = self._by_group / self._overall
-        return self._shape(ratios.apply(lambda col: col.transform(lambda x: 1 / x if x > 1 else x))
-                           .min())  # fmt: skip
+            return self._shape(self._per_level(self._by_group, "min")
+                               / self._per_level(self._by_group, "max"))  # fmt: skip
+        ratios = self._by_group / self._overall_per_cell()
+        ratios = ratios.apply(lambda col: col.transform(lambda x: 1 / x if x > 1 else x))
+        return self._shape(self._per_level(ratios, "min"))
 
     # ------------------------------------------------------------- intervals
     def _draws(self) -> tuple[intervals.Posterior, intervals.Posterior]:
@@ -337,6 +388,29 @@ class PrivateMetricFrame:
             raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
         _check_method(method)
         posterior, _ = self._draws()
+        if kind == "by_group" or self._levels is None:
+            lower, upper = self._bounds(posterior, self._released, self._by_group,
+                                        self._overall, kind, confidence, method)  # fmt: skip
+            return Interval(*(self._wrap(bounds, kind) for bounds in (lower, upper)))
+        levels, level_of_cell = self._levels
+        rows = {"lower": [], "upper": []}
+        for k in range(len(levels)):  # each control level on its own cells (fairlearn's)
+            cells = level_of_cell == k
+            sub = intervals.Posterior(
+                posterior.counts[..., cells, :], posterior.rates[..., cells, :]
+            )
+            low, high = self._bounds(sub, self._released[cells], self._by_group[cells],
+                                     self._overall.iloc[k], kind, confidence, method)  # fmt: skip
+            rows["lower"].append(low)
+            rows["upper"].append(high)
+        return Interval(*(
+            self._shape(pd.DataFrame(
+                [{n: float(v) for n, v in row.items()} for row in rows[side]], index=levels))
+            for side in ("lower", "upper")
+        ))  # fmt: skip
+
+    def _bounds(self, posterior, released, by_group, overall, kind, confidence, method):
+        """Lower and upper bounds of each metric on one set of cells (all, or one control level)."""
         lower, upper = {}, {}
         for name, metric in self._metrics.items():
             groups, pooled = posterior.by_group(metric), posterior.overall(metric)
@@ -349,15 +423,15 @@ class PrivateMetricFrame:
             else:
                 bound = intervals.difference_interval if kind == "difference" else (
                     intervals.ratio_interval)  # fmt: skip
-                points = self._by_group[name].to_numpy(dtype=float)
+                points = by_group[name].to_numpy(dtype=float)
                 extra = {}
                 if kind == "difference" and not metric.is_count:
-                    extra["test"] = intervals.GapTest(self._released, self.noise_std_, metric,
+                    extra["test"] = intervals.GapTest(released, self.noise_std_, metric,
                                                       float(self.max_sample_weight))  # fmt: skip
-                low, high = bound(groups, pooled, points, np.float64(self._overall[name]), method,
+                low, high = bound(groups, pooled, points, np.float64(overall[name]), method,
                                   confidence, **extra)  # fmt: skip
             lower[name], upper[name] = low, high
-        return Interval(*(self._wrap(bounds, kind) for bounds in (lower, upper)))
+        return lower, upper
 
     def _wrap(self, values: dict, kind: str):
         if kind == "by_group":
