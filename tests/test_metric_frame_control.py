@@ -114,3 +114,18 @@ def test_bad_control_features_name_the_argument():
         PrivateMetricFrame(metrics="selection_rate", y_true=y_true, y_pred=y_pred,
                            sensitive_features=sens, control_features=ctrl[:10],
                            epsilon=np.inf)  # fmt: skip
+
+
+def test_polars_input_equals_pandas():
+    pl = pytest.importorskip("polars")
+    y_true, y_pred, sens, ctrl = _data(4, n=80)
+    frame = pd.DataFrame({"y": y_true, "p": y_pred, "s": sens, "c": ctrl})
+    kw = dict(metrics={"sr": selection_rate})
+    native = pl.from_pandas(frame)
+    ours = PrivateMetricFrame(y_true=native["y"], y_pred=native["p"],
+                              sensitive_features=native.select("s"),
+                              control_features=native["c"], epsilon=np.inf, **kw)  # fmt: skip
+    theirs = MetricFrame(y_true=frame["y"], y_pred=frame["p"], sensitive_features=frame[["s"]],
+                         control_features=frame["c"], **kw)  # fmt: skip
+    _equal(ours.by_group, theirs.by_group)
+    _equal(ours.difference(), theirs.difference())

@@ -62,3 +62,21 @@ def combine(
     index = pd.MultiIndex.from_tuples(tuples, names=names)
     level_of_cell = np.repeat(np.arange(len(control)), n_groups)
     return cells, index, level_of_cell
+
+
+def to_pandas(values: Any) -> Any:
+    """A polars (or other narwhals-supported) frame or series as pandas; anything else as is.
+
+    fairlearn 0.14+ reads such inputs through narwhals; column and series names survive.
+    """
+    if values is None or isinstance(values, (pd.DataFrame, pd.Series, np.ndarray, list, tuple)):
+        return values
+    try:
+        import narwhals.stable.v1 as nw
+    except ImportError:  # pragma: no cover - narwhals comes with fairlearn
+        return values
+    try:
+        native = nw.from_native(values, allow_series=True, eager_only=True)
+    except TypeError:
+        return values
+    return native.to_pandas()

@@ -71,7 +71,8 @@ class PrivateMetricFrame:
         (``selection_rate``, ``true_positive_rate``, ..., ``count``) functions. Any
         other is an error listing the supported ones.
     y_true, y_pred : array-like of shape (n_samples,)
-        Binary labels and hard predictions.
+        Binary labels and hard predictions. Here and in every array argument a
+        polars (or other narwhals-supported) Series/DataFrame is read as pandas.
     sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
         Group membership in fairlearn's formats; several attributes give
         intersectional groups (a ``MultiIndex``, every combination, as fairlearn).
@@ -160,6 +161,10 @@ class PrivateMetricFrame:
             raise ValueError(f"n_draws must be an integer >= 100, got {n_draws!r}")
         self._single = not isinstance(metrics, Mapping)
         self._metrics: dict[str, ConfusionMetric] = _resolve_metrics(metrics, pos_label)
+        y_true, y_pred, sensitive_features, sample_weight, control_features = (
+            _control.to_pandas(v)
+            for v in (y_true, y_pred, sensitive_features, sample_weight, control_features)
+        )
         data = check_evaluation_data(
             y_true, y_pred, sensitive_features, sample_weight=sample_weight,
             pos_label=pos_label, private=self._private, max_sample_weight=max_sample_weight,
