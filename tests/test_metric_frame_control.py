@@ -129,3 +129,29 @@ def test_polars_input_equals_pandas():
                          control_features=frame["c"], **kw)  # fmt: skip
     _equal(ours.by_group, theirs.by_group)
     _equal(ours.difference(), theirs.difference())
+
+
+def test_intervals_plot_through_fairlearns_plotter():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from fairlearn.metrics._plotter import _plot_df
+
+    y_true, y_pred, sens, ctrl = _data(5, n=200)
+    frame = PrivateMetricFrame(metrics={"sr": "selection_rate", "tpr": "true_positive_rate"},
+                               y_true=y_true, y_pred=y_pred, sensitive_features=sens,
+                               control_features=ctrl, epsilon=1.0, n_draws=200,
+                               random_state=0)  # fmt: skip
+    df = frame.by_group_with_intervals()
+    assert list(df.columns) == ["sr", "tpr", "sr interval", "tpr interval"]
+    for name in ("sr", "tpr"):
+        bounds = np.stack(df[f"{name} interval"].to_list())
+        assert (bounds[:, 0] <= bounds[:, 1]).all()
+    errors = frame.by_group_errors()  # plot_metric_frame's df_all_errors
+    assert errors.shape == (6, 2) and (np.stack(errors["sr"].to_list()) >= 0).all()
+    # plot_metric_frame itself accepts only a fairlearn MetricFrame instance
+    axes = _plot_df(df, ["sr", "tpr"], "bar", True, "95% interval", errors)
+    assert len(np.ravel(axes)) == 2
+    plt.close("all")

@@ -500,6 +500,60 @@ class PrivateMetricFrame:
 
     plot = by_group_plot
 
+    def by_group_with_intervals(self, confidence: float = 0.95) -> pd.DataFrame:
+        """``by_group`` plus one ``"<metric> interval"`` column per metric, for fairlearn's plots.
+
+        The layout fairlearn 0.15's ``plot_metric_frame(..., conf_intervals=...)`` reads:
+        each interval cell is ``array([lower, upper])``, and
+        ``conf_intervals=[f"{name} interval" for name in metrics]``. Away from
+        ``epsilon=inf`` a noisy point can lie outside its interval: plot with
+        :meth:`by_group_errors` (bars clipped at 0) or :meth:`by_group_plot`.
+
+        Parameters
+        ----------
+        confidence : float, default=0.95
+
+        Returns
+        -------
+        DataFrame
+            Indexed like ``by_group``; the metric columns then the interval columns.
+        """
+        lower, upper = self.interval("by_group", confidence)
+        if self._single:
+            name = next(iter(self._metrics))
+            lower, upper = lower.to_frame(name), upper.to_frame(name)
+        out = self._by_group.copy()
+        for name in self._metrics:
+            bounds = np.column_stack([lower[name].to_numpy(), upper[name].to_numpy()])
+            out[f"{name} interval"] = list(bounds)
+        return out
+
+    def by_group_errors(self, confidence: float = 0.95) -> pd.DataFrame:
+        """Per group and metric, ``(below, above)``: the error bars fairlearn's plotter draws.
+
+        ``point - lower`` and ``upper - point``, clipped at 0: a noisy point can fall
+        outside its own posterior interval (matplotlib refuses negative bars). The
+        shape of fairlearn 0.15's ``df_all_errors`` (one tuple per cell).
+
+        Parameters
+        ----------
+        confidence : float, default=0.95
+
+        Returns
+        -------
+        DataFrame
+            Indexed like ``by_group``, one column per metric.
+        """
+        frame = self.by_group_with_intervals(confidence)
+        errors = {}
+        for name in self._metrics:
+            bounds = np.stack(frame[f"{name} interval"].to_list())
+            points = frame[name].to_numpy(dtype=float)
+            below = np.clip(points - bounds[:, 0], 0, None)
+            above = np.clip(bounds[:, 1] - points, 0, None)
+            errors[name] = list(zip(below, above, strict=True))
+        return pd.DataFrame(errors, index=self._index)
+
     def __repr__(self) -> str:
         return (
             f"PrivateMetricFrame(metrics={list(self._metrics)}, n_groups={len(self._index)}, "
