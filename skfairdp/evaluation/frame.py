@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from ..privacy import PrivacySpent, RandomSource, epsilon_spent
+from . import control as _control
 from . import intervals
 from .metrics import ConfusionMetric, metric_name, resolve_metric
 from .table import (
@@ -69,7 +71,8 @@ class PrivateMetricFrame:
         (``selection_rate``, ``true_positive_rate``, ..., ``count``) functions. Any
         other is an error listing the supported ones.
     y_true, y_pred : array-like of shape (n_samples,)
-        Binary labels and hard predictions.
+        Binary labels and hard predictions. Here and in every array argument a
+        polars (or other narwhals-supported) Series/DataFrame is read as pandas.
     sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
         Group membership in fairlearn's formats; several attributes give
         intersectional groups (a ``MultiIndex``, every combination, as fairlearn).
@@ -94,6 +97,14 @@ class PrivateMetricFrame:
         groups exist is not read from the private rows. Default: the groups observed.
     n_draws : int, default=4000
         Posterior draws behind the intervals.
+    control_features : array-like of shape (n_samples,) or (n_samples, n_controls), optional
+        fairlearn's control features: ``by_group`` is indexed by the control levels
+        then the groups, and ``overall``, ``group_min``, ``group_max``,
+        ``difference``, ``ratio`` and every interval but ``"by_group"`` are computed
+        within each control level (indexed by it). Free: every row is in exactly one
+        (control, group) cell of the one released table, so the sensitivity is
+        unchanged. A (control, group) cell without rows reads NaN at
+        ``epsilon=inf``, as in fairlearn.
     random_state : int, RandomState or None, default=None
         Seeds the noise and the posterior draws. A seed known to others lets them
         subtract the noise: for experiments only.
@@ -141,6 +152,7 @@ class PrivateMetricFrame:
         max_sample_weight: float = 1.0,
         pos_label: Any = 1,
         sensitive_values: Any = None,
+        control_features: Any = None,
         n_draws: int = 4000,
         random_state: Any = None,
         secure_mode: bool = False,
@@ -153,19 +165,29 @@ class PrivateMetricFrame:
             raise ValueError(f"n_draws must be an integer >= 100, got {n_draws!r}")
         self._single = not isinstance(metrics, Mapping)
         self._metrics: dict[str, ConfusionMetric] = _resolve_metrics(metrics, pos_label)
+        y_true, y_pred, sensitive_features, sample_weight, control_features = (
+            _control.to_pandas(v)
+            for v in (y_true, y_pred, sensitive_features, sample_weight, control_features)
+        )
         data = check_evaluation_data(
             y_true, y_pred, sensitive_features, sample_weight=sample_weight,
             pos_label=pos_label, private=self._private, max_sample_weight=max_sample_weight,
             sensitive_values=sensitive_values,
         )  # fmt: skip
+        index, self._levels = _group_index(data.encoder), None
+        if control_features is not None:
+            codes, levels = _control.encode_control(control_features, data.y_true.shape[0])
+            cells, index, level_of_cell = _control.combine(codes, levels, data.groups, index)
+            data = replace(data, groups=cells)
+            self._levels = (levels, level_of_cell)
         random = RandomSource(random_state, secure_mode=secure_mode)
         release = release_table(
-            exact_table(data), epsilon=float(epsilon), delta=delta,
+            exact_table(data, n_groups=len(index)), epsilon=float(epsilon), delta=delta,
             n_samples=data.y_true.shape[0], weighted=data.sample_weight is not None,
             max_sample_weight=max_sample_weight, random=random,
         )  # fmt: skip
         self._seed = None if secure_mode else random.seed
-        self._set_release(release, _group_index(data.encoder))
+        self._set_release(release, index)
 
     def _set_release(
         self, release: Release, index: pd.Index, spent: PrivacySpent | None = None
@@ -195,10 +217,17 @@ class PrivateMetricFrame:
         self._by_group = pd.DataFrame(
             {name: m(clipped) for name, m in self._metrics.items()}, index=self._index
         )
-        self._overall = pd.Series(
-            {name: float(m(clipped.sum(axis=0))) for name, m in self._metrics.items()},
-            dtype=float,
-        )
+        if self._levels is None:
+            self._overall = pd.Series(
+                {name: float(m(clipped.sum(axis=0))) for name, m in self._metrics.items()},
+                dtype=float,
+            )
+        else:
+            levels, level_of_cell = self._levels
+            pooled = np.stack([clipped[level_of_cell == k].sum(axis=0) for k in range(len(levels))])
+            self._overall = pd.DataFrame(
+                {name: m(pooled) for name, m in self._metrics.items()}, index=levels
+            )
         self._draws_cache: dict[str, intervals.Posterior] = {}  # shared by with_metrics
 
     @classmethod
@@ -214,6 +243,7 @@ class PrivateMetricFrame:
         seed: int | None = None,
         secure_mode: bool = False,
         spent: PrivacySpent | None = None,
+        levels: tuple[pd.Index, np.ndarray] | None = None,
     ) -> PrivateMetricFrame:
         """A frame over a table released elsewhere (e.g. by PrivateSearchCV), without a new release.
 
@@ -228,6 +258,7 @@ class PrivateMetricFrame:
         frame._single = not isinstance(metrics, Mapping)
         frame._metrics = _resolve_metrics(metrics, pos_label)
         frame._seed = seed
+        frame._levels = levels
         frame._set_release(release, index, spent)
         return frame
 
@@ -248,7 +279,7 @@ class PrivateMetricFrame:
         frame = type(self)._from_release(
             self._release, self._index, metrics=metrics, epsilon=self.epsilon,
             pos_label=self.pos_label, n_draws=int(self.n_draws), seed=self._seed,
-            secure_mode=self.secure_mode, spent=self.privacy_spent_,
+            secure_mode=self.secure_mode, spent=self.privacy_spent_, levels=self._levels,
         )  # fmt: skip
         frame.delta, frame.random_state = self.delta, self.random_state
         frame.max_sample_weight = self.max_sample_weight
@@ -281,28 +312,53 @@ class PrivateMetricFrame:
         """The metrics in each group (a Series for one metric, a DataFrame for a dict)."""
         return self._shape(self._by_group)
 
-    def group_min(self) -> float | pd.Series:
-        """The smallest value over groups of each metric."""
-        return self._shape(self._by_group.min())
+    def _per_level(self, values: pd.DataFrame, how: str) -> pd.Series | pd.DataFrame:
+        """``values`` (one row per cell) reduced over groups, per control level if any."""
+        if self._levels is None:
+            return getattr(values, how)()
+        levels, level_of_cell = self._levels
+        return (
+            getattr(values.groupby(level_of_cell), how)()
+            .reindex(range(len(levels)))
+            .set_axis(levels)
+        )
 
-    def group_max(self) -> float | pd.Series:
-        """The largest value over groups of each metric."""
-        return self._shape(self._by_group.max())
+    def _overall_per_cell(self) -> pd.Series | pd.DataFrame:
+        """``overall`` aligned with ``by_group`` (each cell's control level's value)."""
+        if self._levels is None:
+            return self._overall
+        return pd.DataFrame(
+            self._overall.to_numpy()[self._levels[1]],
+            index=self._index,
+            columns=self._overall.columns,
+        )
 
-    def difference(self, method: str = "between_groups") -> float | pd.Series:
+    def group_min(self) -> float | pd.Series | pd.DataFrame:
+        """The smallest value over groups of each metric (per control level if any)."""
+        return self._shape(self._per_level(self._by_group, "min"))
+
+    def group_max(self) -> float | pd.Series | pd.DataFrame:
+        """The largest value over groups of each metric (per control level if any)."""
+        return self._shape(self._per_level(self._by_group, "max"))
+
+    def difference(self, method: str = "between_groups") -> float | pd.Series | pd.DataFrame:
         """The largest absolute gap: ``group_max - group_min`` or to ``overall`` (fairlearn's)."""
         _check_method(method)
-        other = self._by_group.min() if method == "between_groups" else self._overall
-        return self._shape((self._by_group - other).abs().max())
+        if method == "between_groups":
+            gap = self._per_level(self._by_group, "max") - self._per_level(self._by_group, "min")
+            return self._shape(gap)
+        return self._shape(self._per_level((self._by_group - self._overall_per_cell()).abs(),
+                                           "max"))  # fmt: skip
 
-    def ratio(self, method: str = "between_groups") -> float | pd.Series:
+    def ratio(self, method: str = "between_groups") -> float | pd.Series | pd.DataFrame:
         """The smallest ratio (at most 1): ``group_min / group_max`` or to ``overall``."""
         _check_method(method)
         if method == "between_groups":
-            return self._shape(self._by_group.min() / self._by_group.max())
-        ratios = self._by_group / self._overall
-        return self._shape(ratios.apply(lambda col: col.transform(lambda x: 1 / x if x > 1 else x))
-                           .min())  # fmt: skip
+            return self._shape(self._per_level(self._by_group, "min")
+                               / self._per_level(self._by_group, "max"))  # fmt: skip
+        ratios = self._by_group / self._overall_per_cell()
+        ratios = ratios.apply(lambda col: col.transform(lambda x: 1 / x if x > 1 else x))
+        return self._shape(self._per_level(ratios, "min"))
 
     # ------------------------------------------------------------- intervals
     def _draws(self) -> tuple[intervals.Posterior, intervals.Posterior]:
@@ -341,6 +397,29 @@ class PrivateMetricFrame:
             raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
         _check_method(method)
         posterior, _ = self._draws()
+        if kind == "by_group" or self._levels is None:
+            lower, upper = self._bounds(posterior, self._released, self._by_group,
+                                        self._overall, kind, confidence, method)  # fmt: skip
+            return Interval(*(self._wrap(bounds, kind) for bounds in (lower, upper)))
+        levels, level_of_cell = self._levels
+        rows = {"lower": [], "upper": []}
+        for k in range(len(levels)):  # each control level on its own cells (fairlearn's)
+            cells = level_of_cell == k
+            sub = intervals.Posterior(
+                posterior.counts[..., cells, :], posterior.rates[..., cells, :]
+            )
+            low, high = self._bounds(sub, self._released[cells], self._by_group[cells],
+                                     self._overall.iloc[k], kind, confidence, method)  # fmt: skip
+            rows["lower"].append(low)
+            rows["upper"].append(high)
+        return Interval(*(
+            self._shape(pd.DataFrame(
+                [{n: float(v) for n, v in row.items()} for row in rows[side]], index=levels))
+            for side in ("lower", "upper")
+        ))  # fmt: skip
+
+    def _bounds(self, posterior, released, by_group, overall, kind, confidence, method):
+        """Lower and upper bounds of each metric on one set of cells (all, or one control level)."""
         lower, upper = {}, {}
         for name, metric in self._metrics.items():
             groups, pooled = posterior.by_group(metric), posterior.overall(metric)
@@ -353,15 +432,15 @@ class PrivateMetricFrame:
             else:
                 bound = intervals.difference_interval if kind == "difference" else (
                     intervals.ratio_interval)  # fmt: skip
-                points = self._by_group[name].to_numpy(dtype=float)
+                points = by_group[name].to_numpy(dtype=float)
                 extra = {}
                 if kind == "difference" and not metric.is_count:
-                    extra["test"] = intervals.GapTest(self._released, self.noise_std_, metric,
+                    extra["test"] = intervals.GapTest(released, self.noise_std_, metric,
                                                       float(self.max_sample_weight))  # fmt: skip
-                low, high = bound(groups, pooled, points, np.float64(self._overall[name]), method,
+                low, high = bound(groups, pooled, points, np.float64(overall[name]), method,
                                   confidence, **extra)  # fmt: skip
             lower[name], upper[name] = low, high
-        return Interval(*(self._wrap(bounds, kind) for bounds in (lower, upper)))
+        return lower, upper
 
     def _wrap(self, values: dict, kind: str):
         if kind == "by_group":
@@ -424,6 +503,60 @@ class PrivateMetricFrame:
         return points.plot(kind="bar", yerr=yerr, ax=ax, capsize=4, **kwargs)
 
     plot = by_group_plot
+
+    def by_group_with_intervals(self, confidence: float = 0.95) -> pd.DataFrame:
+        """``by_group`` plus one ``"<metric> interval"`` column per metric, for fairlearn's plots.
+
+        The layout fairlearn 0.15's ``plot_metric_frame(..., conf_intervals=...)`` reads:
+        each interval cell is ``array([lower, upper])``, and
+        ``conf_intervals=[f"{name} interval" for name in metrics]``. Away from
+        ``epsilon=inf`` a noisy point can lie outside its interval: plot with
+        :meth:`by_group_errors` (bars clipped at 0) or :meth:`by_group_plot`.
+
+        Parameters
+        ----------
+        confidence : float, default=0.95
+
+        Returns
+        -------
+        DataFrame
+            Indexed like ``by_group``; the metric columns then the interval columns.
+        """
+        lower, upper = self.interval("by_group", confidence)
+        if self._single:
+            name = next(iter(self._metrics))
+            lower, upper = lower.to_frame(name), upper.to_frame(name)
+        out = self._by_group.copy()
+        for name in self._metrics:
+            bounds = np.column_stack([lower[name].to_numpy(), upper[name].to_numpy()])
+            out[f"{name} interval"] = list(bounds)
+        return out
+
+    def by_group_errors(self, confidence: float = 0.95) -> pd.DataFrame:
+        """Per group and metric, ``(below, above)``: the error bars fairlearn's plotter draws.
+
+        ``point - lower`` and ``upper - point``, clipped at 0: a noisy point can fall
+        outside its own posterior interval (matplotlib refuses negative bars). The
+        shape of fairlearn 0.15's ``df_all_errors`` (one tuple per cell).
+
+        Parameters
+        ----------
+        confidence : float, default=0.95
+
+        Returns
+        -------
+        DataFrame
+            Indexed like ``by_group``, one column per metric.
+        """
+        frame = self.by_group_with_intervals(confidence)
+        errors = {}
+        for name in self._metrics:
+            bounds = np.stack(frame[f"{name} interval"].to_list())
+            points = frame[name].to_numpy(dtype=float)
+            below = np.clip(points - bounds[:, 0], 0, None)
+            above = np.clip(bounds[:, 1] - points, 0, None)
+            errors[name] = list(zip(below, above, strict=True))
+        return pd.DataFrame(errors, index=self._index)
 
     def __repr__(self) -> str:
         return (

@@ -180,10 +180,13 @@ def check_evaluation_data(
     return EvaluationData(t, p, groups, encoder, weights)
 
 
-def exact_table(data: EvaluationData) -> np.ndarray:
-    """The exact (weighted) counts, shape ``(n_groups, 4)``: tn, fp, fn, tp of each group."""
+def exact_table(data: EvaluationData, n_groups: int | None = None) -> np.ndarray:
+    """The exact (weighted) counts, shape ``(n_groups, 4)``: tn, fp, fn, tp of each group.
+
+    ``n_groups``: the number of cells coded in ``data.groups`` (default: the encoder's).
+    """
     cells = data.groups * 4 + data.y_true * 2 + data.y_pred
-    n_groups = data.encoder.n_groups_
+    n_groups = data.encoder.n_groups_ if n_groups is None else n_groups
     counts = np.bincount(cells, weights=data.sample_weight, minlength=4 * n_groups)
     return counts.astype(np.float64).reshape(n_groups, 4)
 
