@@ -35,11 +35,9 @@ from skfairdp.preprocessing import DPOneHotEncoder, DPSimpleImputer, DPStandardS
 
 sklearn.set_config(enable_metadata_routing=True)  # sensitive_features reach the search
 
-adult = load_adult()  # the raw frame; 6,000 of its rows keep this example fast
+adult = load_adult()  # the raw frame (on a few thousand rows the search keeps the majority class)
+X, y, sex = adult.data.copy(), adult.target.to_numpy(), adult.sensitive_features.to_numpy()
 rng = np.random.default_rng(0)
-rows = np.sort(rng.choice(len(adult.target), 6_000, replace=False))
-X = adult.data.iloc[rows].reset_index(drop=True)
-y, sex = adult.target.to_numpy()[rows], adult.sensitive_features.to_numpy()[rows]
 for column in ("age", "hours-per-week", "workclass"):  # 5 % of these values go missing
     X.loc[rng.random(len(X)) < 0.05, column] = np.nan
 print(X.isna().mean().round(3)[lambda s: s > 0])
