@@ -1,6 +1,6 @@
 """
 State the bound, get a certified model: bound-first search from a raw frame
-==========================================================================
+===========================================================================
 
 A user has a bound (demographic-parity difference at most 0.05 on the people the
 model will decide about), a privacy budget (ε = 1 in total) and a raw frame with
