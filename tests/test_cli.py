@@ -122,7 +122,14 @@ def test_parser_defaults():
     args = build_parser().parse_args(["benchmark", "all"])
     assert args.quick is False and args.seeds is None
     assert args.output == "skfairdp-benchmarks"
-    assert set(BENCHMARKS) == {"dpfermi", "raco", "global-scaling", "cgoo", "federated"}
+    assert set(BENCHMARKS) == {
+        "dpfermi",
+        "raco",
+        "global-scaling",
+        "cgoo",
+        "federated",
+        "pipelines",
+    }
 
 
 def test_demo_covers_every_exported_classifier():

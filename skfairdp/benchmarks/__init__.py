@@ -17,13 +17,14 @@ each one lives in its own submodule, imported when it runs:
 ``global-scaling``  DPSGD-Global-Adapt (Esipova et al., ICLR 2023), Table 4
 ``cgoo``            CGOOReduction vs fairlearn and Jagielski et al. (2019)
 ``federated``       SteFFLe: federated DP-FERMI across silos (needs ``skfairdp.federated``)
+``pipelines``       model classes of the private pipelines on Adult (issue 37): z-scores vs bins
 ==================  ==========================================================================
 
 Examples
 --------
 >>> from skfairdp.benchmarks import BENCHMARKS
 >>> sorted(BENCHMARKS)
-['cgoo', 'dpfermi', 'federated', 'global-scaling', 'raco']
+['cgoo', 'dpfermi', 'federated', 'global-scaling', 'pipelines', 'raco']
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ BENCHMARKS: dict[str, str] = {
     "global-scaling": "DPSGD-Global-Adapt on balanced Adult at eps 3.41: accuracy drop by group",
     "cgoo": "CGOOReduction on Adult, equalized odds at eps 1, vs fairlearn ExpGrad",
     "federated": "federated DP-FERMI (SteFFLe) on Credit Card, 3 silos, vs centralized",
+    "pipelines": "private pipelines on raw Adult at total eps 1: z-scores vs uniform bins",
 }
 
 
@@ -54,6 +56,7 @@ _MODULES = {
     "global-scaling": "global_scaling",
     "cgoo": "cgoo",
     "federated": "federated",
+    "pipelines": "pipelines",
 }
 
 
