@@ -31,8 +31,7 @@ from skfairdp import (
     GlobalScalingDPClassifier,
     RaCODPClassifier,
 )
-from skfairdp.datasets import load_dataset
-from skfairdp.datasets._registry import stratified_subsample
+from skfairdp.datasets import load_dataset, stratified_subsample
 from skfairdp.metrics import demographic_parity_violation
 
 X, y, s = load_dataset("adult", return_X_y_s=True)

@@ -77,19 +77,51 @@ def power_of_two_batch_size(n_samples: int, fraction_inv: float, low: int, high:
     return int(min(high, max(low, 2 ** round(math.log2(target)))))
 
 
-def min_steps_epochs(n_samples: int, batch_size: int, min_epochs: int, min_steps: int) -> int:
+#: the most steps an ``"auto"`` epoch count asks for: on large tables the epochs are cut
+#: (to at least one) so that the run takes about this many steps, not ``min_epochs``
+#: passes. At a fixed epsilon and sampling rate fewer steps need less noise per step,
+#: and 10,000 Poisson steps of a few hundred rows move a linear model or small MLP to
+#: its optimum (doc/large_data.md measures it). Below ``min_epochs * batch / 10,000``
+#: rows (64,000 for DP-FERMI, 51,200 for DP-SGD, 170,667 for RaCO-DP) nothing changes.
+MAX_AUTO_STEPS = 10_000
+
+
+def _cap_epochs(epochs: int, steps_per_epoch: float, max_steps: int | None) -> int:
+    """``epochs``, cut to the fewest (at least 1) that still take ``max_steps`` steps."""
+    if max_steps is None:
+        return int(epochs)
+    return int(min(epochs, max(1, math.ceil(max_steps / steps_per_epoch))))
+
+
+def min_steps_epochs(
+    n_samples: int,
+    batch_size: int,
+    min_epochs: int,
+    min_steps: int,
+    max_steps: int | None = MAX_AUTO_STEPS,
+) -> int:
     """``min_epochs`` passes, or more so that the run takes at least ``min_steps`` steps.
 
-    Steps per epoch counted as ``max(1, n / batch_size)``.
+    Steps per epoch counted as ``max(1, n / batch_size)``. On a table so large that
+    ``min_epochs`` passes exceed ``max_steps`` steps, the fewest passes (at least one)
+    that take ``max_steps`` steps instead.
     """
     steps_per_epoch = max(1.0, n_samples / batch_size)
-    return int(max(min_epochs, math.ceil(min_steps / steps_per_epoch)))
+    epochs = _cap_epochs(min_epochs, steps_per_epoch, max_steps)
+    return int(max(epochs, math.ceil(min_steps / steps_per_epoch)))
 
 
-def min_whole_steps_epochs(n_samples: int, batch_size: int, min_epochs: int, min_steps: int):
+def min_whole_steps_epochs(
+    n_samples: int,
+    batch_size: int,
+    min_epochs: int,
+    min_steps: int,
+    max_steps: int | None = MAX_AUTO_STEPS,
+):
     """As :func:`min_steps_epochs`, with ``ceil(n / batch_size)`` steps per epoch."""
     steps_per_epoch = max(1, math.ceil(n_samples / batch_size))
-    return int(max(min_epochs, math.ceil(min_steps / steps_per_epoch)))
+    epochs = _cap_epochs(min_epochs, steps_per_epoch, max_steps)
+    return int(max(epochs, math.ceil(min_steps / steps_per_epoch)))
 
 
 def clip_growing_with_n_epsilon(n_samples: int, epsilon: float, per_n_epsilon, low, high):
@@ -123,7 +155,10 @@ def fermi_batch_size(n_samples: int, epsilon: float = 1.0) -> int:
 
 
 def fermi_max_epochs(n_samples: int, batch_size: int) -> int:
-    """DP-FERMI's ``max_epochs="auto"``: 40 passes, or more to take at least 1,000 steps."""
+    """DP-FERMI's ``max_epochs="auto"``: 40 passes, or more to take at least 1,000 steps.
+
+    Fewer (at least one) where 40 passes exceed :data:`MAX_AUTO_STEPS` steps.
+    """
     return min_whole_steps_epochs(n_samples, batch_size, FERMI_MIN_EPOCHS, FERMI_MIN_STEPS)
 
 
@@ -217,7 +252,10 @@ def raco_batch_size(n_samples: int, epsilon: float = 1.0) -> int:
 
 
 def raco_max_epochs(n_samples: int, batch_size: int) -> int:
-    """RaCO-DP's ``max_epochs="auto"``: 30 passes, or more to take 2,000 steps."""
+    """RaCO-DP's ``max_epochs="auto"``: 30 passes, or more to take 2,000 steps.
+
+    Fewer (at least one) where 30 passes exceed :data:`MAX_AUTO_STEPS` steps.
+    """
     return min_whole_steps_epochs(n_samples, batch_size, RACO_MIN_EPOCHS, RACO_MIN_STEPS)
 
 
@@ -263,7 +301,10 @@ def dpsgd_batch_size(n_samples: int, epsilon: float = 1.0) -> int:
 
 
 def dpsgd_max_epochs(n_samples: int, batch_size: int) -> int:
-    """DP-SGD's ``max_epochs="auto"``: 20 passes, or more to take at least 600 steps."""
+    """DP-SGD's ``max_epochs="auto"``: 20 passes, or more to take at least 600 steps.
+
+    Fewer (at least one) where 20 passes exceed :data:`MAX_AUTO_STEPS` steps.
+    """
     return min_steps_epochs(n_samples, batch_size, DPSGD_MIN_EPOCHS, DPSGD_MIN_STEPS)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -162,6 +163,7 @@ def train(
         getattr(cb, "initialize", lambda: None)()
         getattr(cb, "on_train_begin", lambda *a, **k: None)(net)
     epochs = tqdm(range(max_epochs), disable=verbose < 1, desc="epochs", leave=False)
+    fit_start = time.perf_counter()
     try:
         for epoch in epochs:
             history.new_epoch()
@@ -201,6 +203,8 @@ def train(
                         diagnostics.setdefault(key, []).append(value)
                 n_seen += rows.size
                 result.steps += 1
+                if result.steps == TIMED_STEPS and total_steps > 2 * TIMED_STEPS:
+                    announce_duration(time.perf_counter() - fit_start, total_steps, verbose)
                 if result.steps == snapshot_step:
                     snapshot = copy.deepcopy(module.state_dict())
             result.epoch_events.append(recorder.build())
@@ -225,6 +229,38 @@ def train(
     if iterate == "random" and snapshot is not None:
         module.load_state_dict(snapshot)
     return result
+
+
+#: steps timed before a fit announces its expected duration
+TIMED_STEPS = 20
+#: a fit expected to take longer says so: printed under ``verbose >= 1``
+ANNOUNCE_SECONDS = 30.0
+#: ... and a :class:`LongFitWarning` at any ``verbose``
+WARN_SECONDS = 300.0
+
+
+class LongFitWarning(UserWarning):
+    """A fit whose first steps say it will take more than :data:`WARN_SECONDS`."""
+
+
+def expected_duration_line(elapsed: float, total_steps: int) -> str:
+    """``"expect about ..."``: the first :data:`TIMED_STEPS` steps' time, scaled to the fit."""
+    total = elapsed / TIMED_STEPS * total_steps
+    when = f"{total:.0f} s" if total < 120 else f"{total / 60:.0f} min"
+    return (
+        f"this fit takes {total_steps:,} steps: expect about {when} "
+        f"(its first {TIMED_STEPS} steps took {elapsed:.2f} s); set max_epochs or "
+        "batch_size to change the number of steps"
+    )
+
+
+def announce_duration(elapsed: float, total_steps: int, verbose: int) -> None:
+    """Print (``verbose``) or warn of a long fit, from the time of its first steps."""
+    total = elapsed / TIMED_STEPS * total_steps
+    if total > WARN_SECONDS:
+        warnings.warn(expected_duration_line(elapsed, total_steps), LongFitWarning, stacklevel=3)
+    elif verbose >= 1 and total > ANNOUNCE_SECONDS:
+        print(expected_duration_line(elapsed, total_steps), flush=True)
 
 
 def check_finite_parameters(module: torch.nn.Module, epoch: int) -> None:
