@@ -902,8 +902,13 @@ def test_auto_schedule_depends_on_n_and_is_stored(small_data):
     assert schedules.raco_batch_size(100) == schedules.RACO_MIN_BATCH
     assert schedules.raco_batch_size(10**7) == schedules.RACO_MAX_BATCH
     assert schedules.raco_batch_size(30_000) == round(30_000 / schedules.RACO_BATCH_FRACTION_INV)
-    big = schedules.raco_max_epochs(10**6, schedules.RACO_MAX_BATCH)
+    big = schedules.raco_max_epochs(10**5, schedules.RACO_MAX_BATCH)
     assert big == schedules.RACO_MIN_EPOCHS  # many rows: an epoch count
+    huge = schedules.raco_max_epochs(10**6, schedules.RACO_MAX_BATCH)
+    # past MAX_AUTO_STEPS steps: the fewest passes (at least one) that reach that many steps
+    steps_per_epoch = math.ceil(10**6 / schedules.RACO_MAX_BATCH)
+    assert 1 <= huge < schedules.RACO_MIN_EPOCHS
+    assert (huge - 1) * steps_per_epoch < schedules.MAX_AUTO_STEPS <= huge * steps_per_epoch
     small_n = 800
     b = schedules.raco_batch_size(small_n)
     assert (

@@ -355,7 +355,19 @@ def discrete_gaussian(sigma2, size: int) -> np.ndarray:
 
 #: At most this many samples take the integer path.
 SCALAR_SIZE = 8
-_randbelow = secrets.randbelow
+
+
+def _randbelow(m: int) -> int:
+    """A uniform draw from ``{0, ..., m - 1}`` (``m >= 1``): ``os.urandom`` bits, rejected
+    above ``m`` (every secure draw comes from ``os.urandom``, as in the vectorised path)."""
+    bits = (m - 1).bit_length()
+    if bits == 0:
+        return 0
+    size, mask = (bits + 7) // 8, (1 << bits) - 1
+    while True:
+        r = int.from_bytes(os.urandom(size), "little") & mask
+        if r < m:
+            return r
 
 
 def _bernoulli_exp_fraction_int(r: int, d: int) -> bool:
