@@ -25,6 +25,7 @@ import os
 import shutil
 import signal
 import threading
+import time
 from pathlib import Path
 
 __all__ = ["closing", "hold", "release", "remove_all", "track", "untrack"]
@@ -58,7 +59,12 @@ def remove_all() -> None:
     pid = os.getpid()
     for path, owner in list(_live.items()):
         if owner == pid:
-            shutil.rmtree(path, ignore_errors=True)
+            # a writer thread may create a file between rmtree's listing and its rmdir
+            for _ in range(50):
+                shutil.rmtree(path, ignore_errors=True)
+                if not os.path.lexists(path):
+                    break
+                time.sleep(0.002)
             _live.pop(path, None)
 
 
@@ -69,7 +75,11 @@ def _handler(signum: int, frame) -> None:
     global _closing
     previous = _previous.get(signum, signal.SIG_DFL)
     if callable(previous):
-        remove_all()
+        _closing = True  # no new scratch file while they are removed
+        try:
+            remove_all()
+        finally:
+            _closing = False
         previous(signum, frame)  # e.g. raises KeyboardInterrupt
         return
     # the default action: remove the files, then end by the same signal

@@ -144,6 +144,8 @@ class _Writer:
 
     def __init__(self, scratch: ScratchDir, number: int):
         self.scratch, self.number, self.records = scratch, number, 0
+        if exits.closing():  # a terminating signal is removing the directory
+            raise RuntimeError("the scratch directory is being removed (a signal came in)")
         self.handle = open(scratch.file(number), "wb")  # noqa: SIM115 (closed by close)
 
     def write(self, array: np.ndarray) -> None:
