@@ -124,6 +124,7 @@ def _local_rounds(silos, run, rounds):
     return server
 
 
+@pytest.mark.slow
 def test_superlink_and_three_supernodes_match_the_local_backend(tmp_path):
     """Round 0 + 1 round agree with the local backend (1e-5); silo 2's budget is 1
     round, so round 2 is refused: the run fails naming it, every silo's own report
@@ -174,6 +175,7 @@ def test_superlink_and_three_supernodes_match_the_local_backend(tmp_path):
     assert len(out["reply_bytes"]) == 1 and min(out["reply_bytes"]) >= 3 * 4 * (8 + 4)
 
 
+@pytest.mark.slow
 def test_a_supernode_killed_mid_run_fails_the_run_naming_it(tmp_path):
     """SuperNode 2 is killed once round 1 is applied: the run fails, naming its node,
     with the last good round saved; every silo's own report (the killed one's included)
@@ -255,6 +257,7 @@ clf.fit(X, y, sensitive_features=s)
 """
 
 
+@pytest.mark.slow
 def test_sigterm_to_the_driver_stops_every_process_of_the_federation(tmp_path):
     """A driver fitting with backend="flower" gets SIGTERM once round 1 is printed: it
     exits (status 143) and 10 s later none of the processes it had started, nor theirs

@@ -2,8 +2,8 @@
 
 Runs the demo once with the README's arguments (none: every default) and compares the
 header lines and every cell but ``fit_seconds`` (wall time) with the README's table;
-a mismatch fails with a diff. About 100 s of CPU: the one slow test of the suite that
-checks the README, kept because a stale table is what users read first.
+a mismatch fails with a diff. About 100 s of CPU, so it carries the ``slow`` marker: it runs
+with ``pytest -m slow`` (a step of .ci/run), not in the 10-minute suite.
 """
 
 import contextlib
@@ -11,6 +11,8 @@ import difflib
 import io
 import re
 from pathlib import Path
+
+import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 TIMED = "fit_seconds"
@@ -42,6 +44,7 @@ def _comparable(lines: list[str]) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_readme_demo_table_matches_the_demo(tmp_path):
     from skfairdp.cli import main
 
