@@ -33,6 +33,7 @@ Writes ``peers.csv`` and ``peers.md``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import math
 import platform
@@ -62,17 +63,15 @@ def rdp_epsilon(event, delta: float = DELTA) -> float:
     return float(accountant.get_epsilon(delta))
 
 
-class EpochClock:
-    """skorch-style callback: CPU seconds of each epoch (``time.process_time``)."""
+def _speed():
+    """benchmarks/speed.py (its epoch clock), loaded beside this script."""
+    spec = importlib.util.spec_from_file_location("speed", Path(__file__).with_name("speed.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    def __init__(self):
-        self.times = []
 
-    def on_epoch_begin(self, net, **kwargs):
-        self._start = time.process_time()
-
-    def on_epoch_end(self, net, **kwargs):
-        self.times.append(time.process_time() - self._start)
+EpochClock = _speed().EpochClock
 
 
 def median_epoch(times) -> float:

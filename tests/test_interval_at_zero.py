@@ -75,14 +75,19 @@ def test_demographic_parity_interval_keeps_a_true_zero(name, population, epsilon
     assert excluded <= most_exclusions(RELEASES), (name, epsilon, excluded)
 
 
-def test_violation_intervals_of_a_frame_keep_a_true_zero(monkeypatch):
-    """What a user gets: PrivateMetricFrame of a constant predictor (180 + 1,620 rows)
-    and its demographic-parity and equalized-odds violation intervals, released FRAMES
-    times at epsilon 0.2 (demographic parity excluded 0 in 20 % of releases before)."""
+@pytest.fixture
+def cached_pricing(monkeypatch):
+    """The frames' calibration and pricing cached (deterministic: the same numbers), for speed."""
     monkeypatch.setattr(table_module, "table_noise_multiplier",
                         functools.lru_cache(table_module.table_noise_multiplier))  # fmt: skip
     monkeypatch.setattr(frame_module, "epsilon_spent",
                         functools.lru_cache(frame_module.epsilon_spent))  # fmt: skip
+
+
+def test_violation_intervals_of_a_frame_keep_a_true_zero(cached_pricing):
+    """What a user gets: PrivateMetricFrame of a constant predictor (180 + 1,620 rows)
+    and its demographic-parity and equalized-odds violation intervals, released FRAMES
+    times at epsilon 0.2 (demographic parity excluded 0 in 20 % of releases before)."""
     rng = np.random.default_rng(11)
     groups = np.repeat([0, 1], [180, 1620])
     y_pred = np.zeros(groups.size, dtype=int)
@@ -98,14 +103,10 @@ def test_violation_intervals_of_a_frame_keep_a_true_zero(monkeypatch):
     assert max(excluded.values()) <= most_exclusions(FRAMES), excluded
 
 
-def test_weighted_violation_intervals_keep_a_true_zero_at_a_rate_of_one(monkeypatch):
+def test_weighted_violation_intervals_keep_a_true_zero_at_a_rate_of_one(cached_pricing):
     """A constant predictor of 1 with sample weights in {1, 2, 3} (``max_sample_weight=3``,
     so the noise and the test's variance scale with 3): demographic parity between groups
     and to the overall rate, and equalized odds, released FRAMES times at epsilon 1."""
-    monkeypatch.setattr(table_module, "table_noise_multiplier",
-                        functools.lru_cache(table_module.table_noise_multiplier))  # fmt: skip
-    monkeypatch.setattr(frame_module, "epsilon_spent",
-                        functools.lru_cache(frame_module.epsilon_spent))  # fmt: skip
     rng = np.random.default_rng(12)
     groups = np.repeat([0, 1], [180, 1620])
     y_pred = np.ones(groups.size, dtype=int)
