@@ -279,6 +279,7 @@ def test_sigkill_once_the_silo_files_exist_leaves_nothing_readable(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.flower
 @pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals and /proc")
 def test_sigkill_mid_run_of_a_federation_leaves_nothing_readable(tmp_path):
     """A real loopback federation: SIGKILL once every silo has written its report
