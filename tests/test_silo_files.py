@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from skfairdp.data import exits, sealed
-from skfairdp.data.scratch import host_tag, owned_directory, owner
+from skfairdp.data.scratch import host_tag, owned_directory, owner, remove_directory
 from skfairdp.federated import silo_files
 from skfairdp.federated.flower_silo import SiloHost
 from skfairdp.federated.flower_simulation import SiloNodeConfigs
@@ -169,27 +169,18 @@ def test_simulated_silos_get_the_key_from_the_mod_only(tmp_path):
         handler(None, SimpleNamespace(node_config={"data-path": tmp_path / "silo0.sealed"}))
 
 
-def _dead_pid() -> int:
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()
-    return proc.pid
-
-
-def test_a_dead_fits_directory_is_removed_at_the_next_start(tmp_path):
+def test_a_fits_directory_is_owned_and_a_live_owners_is_kept(tmp_path):
+    """(A dead owner's is removed: the SIGKILL tests below.)"""
     pid, start = owner()
-    dead = tmp_path / f"skfairdp-flower-fit-{host_tag()}-{_dead_pid()}-{start}-aaaa"
     alive = tmp_path / f"skfairdp-flower-fit-{host_tag()}-{pid}-{start}-bbbb"
-    for folder in (dead, alive):
-        folder.mkdir()
-        (folder / "silo0.sealed").write_bytes(b"x")
+    alive.mkdir()
+    (alive / "silo0.sealed").write_bytes(b"x")
     made = owned_directory(tmp_path, "flower-fit")  # what the next fit does first
     try:
-        assert not dead.exists() and alive.exists()
+        assert alive.exists()
         assert made.name.startswith("skfairdp-flower-fit-") and str(made) in exits._live
         assert (made.stat().st_mode & 0o777) == 0o700
     finally:
-        from skfairdp.data.scratch import remove_directory
-
         remove_directory(made)
     assert not made.exists() and str(made) not in exits._live
     with pytest.raises(ValueError, match="kind"):
@@ -262,8 +253,6 @@ def _check_left(tmp_path: Path, fit: Path) -> None:
     assert _plaintext_in(tmp_path) == []
     made = owned_directory(tmp_path, "flower-fit")  # the next fit, or Parquet pass
     assert not fit.exists()
-    from skfairdp.data.scratch import remove_directory
-
     remove_directory(made)
 
 
