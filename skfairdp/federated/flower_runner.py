@@ -338,11 +338,13 @@ def fit_flower(estimator, X, y, groups, parts, config, seeds, cells, simulation=
     ``SIGKILL``, by the next owned directory made in the same place.
     """
     held = exits.hold()  # SIGTERM/SIGINT/SIGHUP outside the federation remove the files too
-    tmp = scratch.owned_directory(None, "flower-fit")
     try:
-        return _fit_in(tmp, estimator, X, y, groups, parts, config, seeds, cells, simulation)
+        tmp = scratch.owned_directory(None, "flower-fit")
+        try:
+            return _fit_in(tmp, estimator, X, y, groups, parts, config, seeds, cells, simulation)
+        finally:
+            scratch.remove_directory(tmp)
     finally:
-        scratch.remove_directory(tmp)
         if held:
             exits.release()
 
