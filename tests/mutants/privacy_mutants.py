@@ -6,7 +6,8 @@ noised for a smaller sensitivity than it has; 2 noise drawn and recorded but the
 statistic used downstream; 3 ``secure_mode=True`` falling back to a seeded generator; 4
 a bug class a peer DP library shipped, issue 35: Opacus #571/#819, diffprivlib #105,
 SmartNoise #622, OpenDP #2345/#2708, jax-privacy #84; 5 an interval that reports
-less uncertainty than the release has, issue 35) and ``focus`` (the test file
+less uncertainty than the release has, issue 35; 6 private rows left readable on disk,
+issue 35) and ``focus`` (the test file
 expected to catch it, run first). ``tools/mutation_score.py``
 applies each to a copy of the repository and runs the privacy tests. This is data, not a
 test module; add a mutant with every new release.
@@ -365,5 +366,42 @@ MUTANTS = [
         "description": "secure grid Gaussian: integer noise added to the unrounded statistic "
         "(its low bits reach the release)",
         "focus": "tests/test_discrete_noise.py",
+    },
+    # -- class 6: private rows left readable on disk ----------------------------------
+    {
+        "name": "h35-silo-plain-records",
+        "klass": 6,
+        "file": "skfairdp/data/sealed.py",
+        "old": "handle.write(aead.encrypt(nonce, piece, associated))",
+        "new": "handle.write(bytes(piece) + aead.encrypt(nonce, b'', associated))",
+        "description": "sealed files (a Flower fit's silo rows and reports) hold the plaintext",
+        "focus": "tests/test_silo_files.py",
+    },
+    {
+        "name": "h35-silo-npz-in-the-clear",
+        "klass": 6,
+        "file": "skfairdp/federated/silo_files.py",
+        "old": "    sealed.write(path, buffer.getbuffer(), secret)",
+        "new": "    open(path, 'wb').write(buffer.getbuffer())",
+        "description": "a Flower fit writes each silo's rows as a plain .npz (before issue 35)",
+        "focus": "tests/test_silo_files.py",
+    },
+    {
+        "name": "h35-silo-reports-in-the-clear",
+        "klass": 6,
+        "file": "skfairdp/federated/silo_files.py",
+        "old": "        if secret is not None:\n            sealed.write(target, data, secret)",
+        "new": "        if False:\n            sealed.write(target, data, secret)",
+        "description": "a silo's report (its event gives the silo's size) written in the clear",
+        "focus": "tests/test_silo_files.py",
+    },
+    {
+        "name": "h35-silo-fit-dir-not-swept",
+        "klass": 6,
+        "file": "skfairdp/federated/flower_runner.py",
+        "old": 'tmp = scratch.owned_directory(None, "flower-fit")',
+        "new": 'tmp = Path(tempfile.mkdtemp(prefix="skfairdp-flower-fit-"))',
+        "description": "a Flower fit's directory unknown to the stale sweep (SIGKILL leaves it)",
+        "focus": "tests/test_silo_files.py",
     },
 ]
