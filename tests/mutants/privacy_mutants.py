@@ -296,6 +296,25 @@ MUTANTS = [
         "confidence (no Bonferroni split)",
         "focus": "tests/test_interval_honesty.py",
     },
+    {
+        "name": "h35-gap-test-unweighted",
+        "klass": 5,
+        "file": "skfairdp/evaluation/frame.py",
+        "old": "float(self.max_sample_weight))  # fmt: skip",
+        "new": "1.0)  # fmt: skip",
+        "description": "PrivateMetricFrame's gap test reads a weighted cell's sampling variance "
+        "as its mean (weight 1), not max_sample_weight times it",
+        "focus": "tests/test_interval_honesty.py",
+    },
+    {
+        "name": "h35-gap-test-variance-unweighted",
+        "klass": 5,
+        "file": "skfairdp/evaluation/intervals.py",
+        "old": "variance = self.weight * np.maximum(noisy, 0.0) + self.sigma**2",
+        "new": "variance = np.maximum(noisy, 0.0) + self.sigma**2",
+        "description": "GapTest drops its weight from the cells' variance (any caller)",
+        "focus": "tests/test_interval_honesty.py",
+    },
     # -- issue 35: floating-point-safe noise under secure_mode -------------------------
     {
         "name": "discrete-grid-no-rounding-slack",
