@@ -264,7 +264,9 @@ def difference_interval(
     test's variance: there the test's own folded interval is nearly exact, and the
     upper bound is the larger of the two (at epsilon = inf, a group of no positives
     has its draws pushed up from 0 and the gap's down: a true gap of 0.05 lay above
-    the posterior's upper bound in 8.5 % of releases).
+    the posterior's upper bound in 8.5 % of releases). For this upper bound the
+    test reads weights as frequency weights, like the posterior (a cell's sampling
+    variance is its count, not ``weight`` times it).
 
     Parameters
     ----------
@@ -329,8 +331,11 @@ def difference_interval(
     if two_groups:
         # where sampling makes most of the test's variance, its inverted upper bound is
         # nearly exact, and the posterior's can sit low (a group of no positives: its
-        # draws are pushed up from 0, the gap's down)
-        _, tested_high = folded_interval(gap, se, confidence)
+        # draws are pushed up from 0, the gap's down). Weights are read as frequency
+        # weights here, as by the posterior: the bound w * mean would widen a weighted
+        # frame's upper end by up to sqrt(w) where no coverage asks for it.
+        sampling = sampling / test.weight if test.weight > 0 else sampling
+        _, tested_high = folded_interval(gap, np.sqrt(sampling + noise), confidence)
         take = (sampling > noise) & np.isfinite(tested_high) & ~single
         upper = np.where(take, np.maximum(upper, tested_high), upper)
     return np.maximum(lower, 0.0), upper
