@@ -297,6 +297,55 @@ MUTANTS = [
         "confidence (no Bonferroni split)",
         "focus": "tests/test_interval_honesty.py",
     },
+    {
+        "name": "h35-gap-test-unweighted",
+        "klass": 5,
+        "file": "skfairdp/evaluation/frame.py",
+        "old": "float(self.max_sample_weight))  # fmt: skip",
+        "new": "1.0)  # fmt: skip",
+        "description": "PrivateMetricFrame's gap test reads a weighted cell's sampling variance "
+        "as its mean (weight 1), not max_sample_weight times it",
+        "focus": "tests/test_interval_honesty.py",
+    },
+    {
+        "name": "h35-gap-test-variance-unweighted",
+        "klass": 5,
+        "file": "skfairdp/evaluation/intervals.py",
+        "old": "variance = self.weight * np.maximum(noisy, 0.0) + self.sigma**2",
+        "new": "variance = np.maximum(noisy, 0.0) + self.sigma**2",
+        "description": "GapTest drops its weight from the cells' variance (any caller)",
+        "focus": "tests/test_interval_honesty.py",
+    },
+    {
+        "name": "h35-gap-upper-folded-only",
+        "klass": 5,
+        "file": "skfairdp/evaluation/intervals.py",
+        "old": "folded_high = np.maximum(folded_high, np.quantile(signed, 1 - alpha / 2, axis=0))",
+        "new": "folded_high = folded_high",
+        "description": "two groups, sign unclear: the upper bound is the folded interval's "
+        "around the signed gap's posterior mean, pulled towards 0 near a rate of 0",
+        "focus": "tests/test_interval_upper_end.py",
+    },
+    {
+        "name": "h35-gap-ties-same-group",
+        "klass": 5,
+        "file": "skfairdp/evaluation/intervals.py",
+        "old": "return high, np.argmin(others, axis=-1)",
+        "new": "return high, np.argmin(_ignore_nan(points, np.inf), axis=-1)",
+        "description": "tied points pick one group as both the largest and the smallest: "
+        "a difference interval of width 0",
+        "focus": "tests/test_interval_upper_end.py",
+    },
+    {
+        "name": "h35-gap-upper-no-test",
+        "klass": 5,
+        "file": "skfairdp/evaluation/intervals.py",
+        "old": "take = (sampling > noise) & np.isfinite(tested_high) & ~single",
+        "new": "take = (sampling < 0) & np.isfinite(tested_high) & ~single",
+        "description": "two groups, sampling dominating: the upper bound is the posterior's "
+        "alone, pushed down by a group of no positives",
+        "focus": "tests/test_interval_upper_end.py",
+    },
     # -- issue 35: floating-point-safe noise under secure_mode -------------------------
     {
         "name": "discrete-grid-no-rounding-slack",
