@@ -38,6 +38,8 @@ TEST_FILES = [
     "tests/test_privacy_mutants.py",
     "tests/test_bug_classes.py",
     "tests/test_interval_honesty.py",
+    "tests/test_interval_at_zero.py",
+    "tests/test_interval_upper_end.py",
     "tests/test_discrete_noise.py",
 ]
 EXTRA_PATTERNS = ["tests/test_*conformance*.py", "tests/test_*neighbo*.py"]
