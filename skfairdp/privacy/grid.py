@@ -72,7 +72,8 @@ from fractions import Fraction
 import numpy as np
 import torch
 
-from .discrete import discrete_gaussian, round_up_sigma2, two_sided_geometric
+from .cdt import discrete_gaussian_cdt, two_sided_geometric_cdt
+from .discrete import round_up_sigma2
 
 __all__ = ["gaussian_release", "grid_step", "laplace_release", "snap"]
 
@@ -106,16 +107,26 @@ def grid_step(scale: float, slack: int) -> float:
     return math.ldexp(1.0, exponent - 1)
 
 
+def _values(total: torch.Tensor) -> np.ndarray:
+    return total.detach().to("cpu", torch.float64).numpy().reshape(-1)
+
+
 def snap(total: torch.Tensor, g: float) -> np.ndarray:
-    """``rint(total / g)`` as int64 (clipped to ``+-2**62``; non-finite entries to 0)."""
-    x = total.detach().to("cpu", torch.float64).numpy().reshape(-1) / g  # exact (g = 2**e)
-    s = np.rint(np.clip(np.nan_to_num(x, nan=0.0, posinf=_CLIP, neginf=-_CLIP), -_CLIP, _CLIP))
-    return s.astype(np.int64)
+    """``rint(total / g)`` as int64, clipped to ``+-2**62`` (inf to ``+-2**62``, nan to ``-2**62``;
+    the releases keep non-finite entries as they were)."""
+    return _snap(_values(total), g)
 
 
-def _finish(total: torch.Tensor, grid_values: np.ndarray, offset: float = 0.0) -> torch.Tensor:
-    x = total.detach().to("cpu", torch.float64).numpy().reshape(-1)
-    out = np.where(np.isfinite(x), grid_values + offset, x)  # nan/inf stay (no guarantee there)
+def _snap(x: np.ndarray, g: float) -> np.ndarray:
+    s = x / g  # exact (g = 2**e); a new array, changed in place below
+    np.fmax(s, -_CLIP, out=s)  # fmax/fmin take the number where one side is nan
+    np.fmin(s, _CLIP, out=s)
+    return np.rint(s, out=s).astype(np.int64)
+
+
+def _finish(total: torch.Tensor, x: np.ndarray, grid_values: np.ndarray) -> torch.Tensor:
+    """``grid_values`` where ``x`` (``total``'s values) is finite; nan/inf stay (no guarantee)."""
+    out = np.where(np.isfinite(x), grid_values, x)
     return torch.as_tensor(out.reshape(tuple(total.shape)), dtype=total.dtype, device=total.device)
 
 
@@ -170,10 +181,11 @@ def gaussian_release(
     """
     d = int(total.numel())
     g, _, sigma2 = gaussian_grid(sensitivity, noise_multiplier, d)
-    s = snap(total, g)
+    x = _values(total)
+    s = _snap(x, g)
     if add_noise:
-        s = s + discrete_gaussian(sigma2, d)
-    return _finish(total, s.astype(np.float64) * g)
+        s += discrete_gaussian_cdt(sigma2.sigma2, d)
+    return _finish(total, x, s * g)
 
 
 def laplace_release(
@@ -200,8 +212,9 @@ def laplace_release(
     """
     d = int(total.numel())
     g, _, t = laplace_grid(sensitivity, laplace_scale, d)
-    s = snap(total, g)
+    x = _values(total)
+    s = _snap(x, g)
     if not add_noise:
-        return _finish(total, s.astype(np.float64) * g)
-    s = s + two_sided_geometric(t, d)
-    return _finish(total, s.astype(np.float64) * g, offset=g / 2)
+        return _finish(total, x, s * g)
+    s += two_sided_geometric_cdt(t, d)
+    return _finish(total, x, s * g + g / 2)

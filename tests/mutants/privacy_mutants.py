@@ -359,9 +359,8 @@ MUTANTS = [
         "name": "discrete-grid-not-snapped",
         "klass": 3,
         "file": "skfairdp/privacy/grid.py",
-        "old": "    return _finish(total, s.astype(np.float64) * g)\n\n\ndef laplace_release",
-        "new": "    x = total.detach().double().numpy().reshape(-1)\n"
-        "    return _finish(total, x + (s - snap(total, g)) * g)\n\n\ndef laplace_release",
+        "old": "    return _finish(total, x, s * g)\n\n\ndef laplace_release",
+        "new": "    return _finish(total, x, x + (s - _snap(x, g)) * g)\n\n\ndef laplace_release",
         "description": "secure grid Gaussian: integer noise added to the unrounded statistic "
         "(its low bits reach the release)",
         "focus": "tests/test_discrete_noise.py",
