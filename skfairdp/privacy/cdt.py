@@ -66,17 +66,15 @@ BASE_MAX = 1024
 #: bits of each digit of the geometric variable
 CHUNK_BITS = 12
 
-#: bits of a word that pick its bucket in a table's guide
-GUIDE_BITS = 16
+#: bits a draw starts with: one 16-bit word, looked up in a table of all 2**16 words
+FIRST_BITS = 16
+#: bits a draw has after its second stage (a 32-bit word more, where the first is ambiguous)
+SECOND_BITS = 48
 
-#: bits of the word each draw starts with (more only where the word ties with an entry)
-WORD_BITS = 32
-
-_GUIDE_SHIFT = np.uint32(WORD_BITS - GUIDE_BITS)
-_GUIDE_MIN = 64  # fewer draws: searchsorted alone
-_TOP_SHIFT = PRECISION - WORD_BITS
-_LOW_BYTES = _TOP_SHIFT // 8
-_WORD_MAX = (1 << WORD_BITS) - 1
+_SECOND_SHIFT = PRECISION - SECOND_BITS
+_FIRST_SHIFT = PRECISION - FIRST_BITS
+_LOW_BYTES = _SECOND_SHIFT // 8
+_AMBIGUOUS = (1 << 16) - 1  # a lookup entry: the first 16 bits do not decide
 
 
 def exp_neg_fixed(x: Fraction, bits: int) -> int:
@@ -105,12 +103,25 @@ def exp_neg_fixed(x: Fraction, bits: int) -> int:
 
 
 def _words(size: int) -> np.ndarray:
-    """``size`` uniform 32-bit words from ``os.urandom`` (uint32, writable)."""
-    return np.frombuffer(bytearray(os.urandom(4 * size)), dtype=np.uint32)
+    """``size`` uniform 16-bit words from ``os.urandom`` (uint16)."""
+    return np.frombuffer(os.urandom(2 * size), dtype=np.uint16)
+
+
+def _top(cdf: list[int], bits: int) -> list[int]:
+    """The first ``bits`` bits of each ``F_k`` (``F_last = 2**PRECISION`` to ``2**bits - 1``)."""
+    shift, most = PRECISION - bits, (1 << bits) - 1
+    return [min(f >> shift, most) for f in cdf]
 
 
 class Table:
     """Inversion sampler of a distribution on ``offset, offset + 1, ...`` given by weights.
+
+    The draw is ``k = #{j : F_j <= U}`` for a uniform ``U`` in ``[0, 1)`` whose bits come
+    from ``os.urandom`` as far as they are needed: its first 16 bits ``w`` decide ``k``
+    unless ``w`` is the first 16 bits of ``F_{k-1}`` (a lookup over all ``2**16`` words
+    says which), then its first 48 bits (a ``searchsorted``) unless they tie with
+    ``F_{k-1}``'s, then all ``PRECISION`` (Python integers). ``F_j`` are multiples of
+    ``2**-PRECISION``, so the result is exactly the inversion of ``U``.
 
     Parameters
     ----------
@@ -123,63 +134,53 @@ class Table:
         exact distribution (their rounding and the mass beyond the table).
     """
 
-    __slots__ = ("offset", "size", "tv_log2", "_top", "_previous", "_low", "_guide", "_crowded")
+    __slots__ = ("offset", "size", "tv_log2", "_lookup", "_top48", "_previous48", "_cdf")
 
     def __init__(self, weights: list[int], offset: int, error_log2: float):
         sums = list(accumulate(weights))
         total = sums[-1]
         cdf = [(s << PRECISION) // total for s in sums]  # F_k, F_last = 2**PRECISION
         self.offset, self.size = int(offset), len(cdf)
-        top = [min(f >> _TOP_SHIFT, _WORD_MAX) for f in cdf]
-        self._top = np.array(top, np.uint32)  # top(F_k)
-        self._previous = np.array([0] + top, np.uint32)  # top(F_{k-1}); 0 before F_0
-        self._low = cdf  # full precision, read only when a word ties with an entry
-        # guide: _guide[j] = #{k : top(F_k) <= j 2**_GUIDE_SHIFT}, k's lower bound in bucket j
-        starts = np.arange(1 << GUIDE_BITS, dtype=np.uint32) << _GUIDE_SHIFT
-        guide = np.searchsorted(self._top, starts, side="right")
-        guide = np.append(guide, self.size)  # the last bucket ends at top(F_last) = 2**32 - 1
-        crowded = np.diff(guide) > 1  # buckets holding two entries or more
-        self._crowded = crowded if crowded.any() else None
-        self._guide = guide[:-1].astype(np.intp)
+        self._cdf = cdf  # read only where 48 bits tie with an entry
+        top48 = _top(cdf, SECOND_BITS)
+        self._top48 = np.array(top48, np.uint64)
+        self._previous48 = np.array([0] + top48, np.uint64)  # top(F_{k-1}); 0 before F_0
+        top16 = np.array(_top(cdf, FIRST_BITS), np.uint16)
+        words = np.arange(1 << FIRST_BITS, dtype=np.uint16)
+        lookup = np.searchsorted(top16, words, side="right")  # #{j : top16(F_j) <= w}
+        previous16 = np.concatenate([[0], top16])[lookup]  # top16(F_{k-1})
+        lookup[(previous16 == words) & (lookup > 0)] = _AMBIGUOUS  # the next bits decide
+        # uint16 where the table allows (a lookup of 128 KiB stays in cache)
+        self._lookup = lookup.astype(np.uint16 if self.size < _AMBIGUOUS else np.int64)
         # F_k rounded down by < 2**-PRECISION: TV to the weights' distribution < size 2**-P
-        self.tv_log2 = math.log2(2.0 ** (error_log2) + self.size * 2.0**-PRECISION)
+        self.tv_log2 = math.log2(2.0**error_log2 + self.size * 2.0**-PRECISION)
 
     def pmf_numerators(self) -> list[int]:
         """The sampled distribution exactly: ``P[offset + k] = out[k] / 2**PRECISION``."""
-        return [b - a for a, b in zip([0] + self._low[:-1], self._low)]
+        return [b - a for a, b in zip([0] + self._cdf[:-1], self._cdf)]
 
     def sample(self, size: int) -> np.ndarray:
         """``size`` draws (int64)."""
-        return self.index(_words(size)) + self.offset
+        return self.index(_words(size)).astype(np.int64) + self.offset
 
     def index(self, words: np.ndarray) -> np.ndarray:
-        """``k`` (int64) such that the draws that the uniform ``words`` start are ``offset + k``.
-
-        ``k = #{j : top(F_j) <= word}`` (``top``: the first ``WORD_BITS`` bits), found in
-        ``word``'s bucket of the guide (its first ``GUIDE_BITS`` bits) when the bucket
-        holds at most one entry, else by ``searchsorted``. Where ``top(F_{k-1}) ==
-        word`` the draw's next bits decide (:meth:`_resolve`).
-        """
-        if words.size < _GUIDE_MIN:
-            k = np.searchsorted(self._top, words, side="right")
-        else:
-            bucket = words >> _GUIDE_SHIFT
-            k = self._guide[bucket]
-            k += self._top[k] <= words  # the bucket's one entry, if any
-            if self._crowded is not None:
-                crowded = np.flatnonzero(self._crowded[bucket])
-                if crowded.size:
-                    k[crowded] = np.searchsorted(self._top, words[crowded], side="right")
-        tie = self._previous[k] == words
-        if tie.any():
-            for i in np.flatnonzero(tie):
-                k[i] = self._resolve(int(words[i]))
+        """``k`` (uint16 or int64): the draws that start with the uniform 16-bit ``words``
+        are ``offset + k``."""
+        k = self._lookup[words]
+        ambiguous = np.flatnonzero(k == _AMBIGUOUS)
+        if ambiguous.size:
+            k[ambiguous] = self._refine(words[ambiguous])
         return k
 
-    def _resolve(self, word: int) -> int:
-        """The index for a draw whose top word is ``word``: ``PRECISION - 64`` more bits."""
-        draw = (word << _TOP_SHIFT) | int.from_bytes(os.urandom(_LOW_BYTES), "little")
-        return bisect_right(self._low, draw)  # first k with draw < F_k
+    def _refine(self, words: np.ndarray) -> np.ndarray:
+        """The second stage: 32 more bits of each draw, ``searchsorted`` on 48-bit tops."""
+        more = np.frombuffer(os.urandom(4 * words.size), dtype=np.uint32)
+        key = (words.astype(np.uint64) << np.uint64(32)) | more
+        k = np.searchsorted(self._top48, key, side="right")
+        for i in np.flatnonzero(self._previous48[k] == key):  # 48 bits tie: all of them
+            draw = (int(key[i]) << _SECOND_SHIFT) | int.from_bytes(os.urandom(_LOW_BYTES), "big")
+            k[i] = bisect_right(self._cdf, draw)  # #{j : F_j <= draw}
+        return k
 
     def __repr__(self) -> str:
         return f"Table(offset={self.offset}, size={self.size}, tv_log2={self.tv_log2:.1f})"
@@ -302,7 +303,7 @@ def discrete_gaussian_cdt(
     levels, base, _ = gaussian_plan(s2, radix, spread, base_max)
     size = int(size)
     words = _words(size * (len(levels) + 1)).reshape(-1, size)
-    y = base.index(words[-1])
+    y = base.index(words[-1]).astype(np.int64)
     offset = base.offset
     for table, w in zip(reversed(levels), words[-2::-1]):
         y *= radix
@@ -381,13 +382,13 @@ def two_sided_geometric_cdt(t: int, size: int, *, chunk_bits: int = CHUNK_BITS) 
     """
     tables = geometric_plan(int(t), chunk_bits)
     size = int(size)
-    raw = bytearray(os.urandom(4 * size * len(tables) + size))
-    draws = np.frombuffer(raw, np.uint32, count=size * len(tables)).reshape(-1, size)
-    g = tables[-1].index(draws[-1])  # offsets are 0
+    raw = os.urandom(2 * size * len(tables) + size)
+    draws = np.frombuffer(raw, np.uint16, count=size * len(tables)).reshape(-1, size)
+    g = tables[-1].index(draws[-1]).astype(np.int64)  # offsets are 0
     for table, w in zip(reversed(tables[:-1]), draws[-2::-1]):
         g <<= chunk_bits
         g += table.index(w)
     # -1 - G is ~G: xor with 0 (a fair byte's top bit 0) or -1 (top bit 1)
-    sign = np.frombuffer(raw, np.int8, offset=4 * size * len(tables)) >> 7
+    sign = np.frombuffer(raw, np.int8, offset=2 * size * len(tables)) >> 7
     np.bitwise_xor(g, sign, out=g)
     return g
