@@ -102,11 +102,6 @@ def exp_neg_fixed(x: Fraction, bits: int) -> int:
     return total >> (work - bits)
 
 
-def _words(size: int) -> np.ndarray:
-    """``size`` uniform 16-bit words from ``os.urandom`` (uint16)."""
-    return np.frombuffer(os.urandom(2 * size), dtype=np.uint16)
-
-
 def _top(cdf: list[int], bits: int) -> list[int]:
     """The first ``bits`` bits of each ``F_k`` (``F_last = 2**PRECISION`` to ``2**bits - 1``)."""
     shift, most = PRECISION - bits, (1 << bits) - 1
@@ -134,56 +129,106 @@ class Table:
         exact distribution (their rounding and the mass beyond the table).
     """
 
-    __slots__ = ("offset", "size", "tv_log2", "_lookup", "_top48", "_previous48", "_cdf")
+    __slots__ = ("offset", "size", "tv_log2", "lookup", "top48", "cdf")
 
     def __init__(self, weights: list[int], offset: int, error_log2: float):
         sums = list(accumulate(weights))
         total = sums[-1]
         cdf = [(s << PRECISION) // total for s in sums]  # F_k, F_last = 2**PRECISION
         self.offset, self.size = int(offset), len(cdf)
-        self._cdf = cdf  # read only where 48 bits tie with an entry
-        top48 = _top(cdf, SECOND_BITS)
-        self._top48 = np.array(top48, np.uint64)
-        self._previous48 = np.array([0] + top48, np.uint64)  # top(F_{k-1}); 0 before F_0
+        if self.size >= _AMBIGUOUS:
+            raise ValueError(f"a table holds fewer than {_AMBIGUOUS} entries, got {self.size}")
+        self.cdf = cdf  # read only where 48 bits tie with an entry
+        self.top48 = np.array(_top(cdf, SECOND_BITS), np.uint64)
         top16 = np.array(_top(cdf, FIRST_BITS), np.uint16)
         words = np.arange(1 << FIRST_BITS, dtype=np.uint16)
         lookup = np.searchsorted(top16, words, side="right")  # #{j : top16(F_j) <= w}
         previous16 = np.concatenate([[0], top16])[lookup]  # top16(F_{k-1})
         lookup[(previous16 == words) & (lookup > 0)] = _AMBIGUOUS  # the next bits decide
-        # uint16 where the table allows (a lookup of 128 KiB stays in cache)
-        self._lookup = lookup.astype(np.uint16 if self.size < _AMBIGUOUS else np.int64)
+        self.lookup = lookup.astype(np.uint16)
         # F_k rounded down by < 2**-PRECISION: TV to the weights' distribution < size 2**-P
         self.tv_log2 = math.log2(2.0**error_log2 + self.size * 2.0**-PRECISION)
 
     def pmf_numerators(self) -> list[int]:
         """The sampled distribution exactly: ``P[offset + k] = out[k] / 2**PRECISION``."""
-        return [b - a for a, b in zip([0] + self._cdf[:-1], self._cdf)]
+        return [b - a for a, b in zip([0] + self.cdf[:-1], self.cdf)]
 
     def sample(self, size: int) -> np.ndarray:
         """``size`` draws (int64)."""
-        return self.index(_words(size)).astype(np.int64) + self.offset
-
-    def index(self, words: np.ndarray) -> np.ndarray:
-        """``k`` (uint16 or int64): the draws that start with the uniform 16-bit ``words``
-        are ``offset + k``."""
-        k = self._lookup[words]
-        ambiguous = np.flatnonzero(k == _AMBIGUOUS)
-        if ambiguous.size:
-            k[ambiguous] = self._refine(words[ambiguous])
-        return k
-
-    def _refine(self, words: np.ndarray) -> np.ndarray:
-        """The second stage: 32 more bits of each draw, ``searchsorted`` on 48-bit tops."""
-        more = np.frombuffer(os.urandom(4 * words.size), dtype=np.uint32)
-        key = (words.astype(np.uint64) << np.uint64(32)) | more
-        k = np.searchsorted(self._top48, key, side="right")
-        for i in np.flatnonzero(self._previous48[k] == key):  # 48 bits tie: all of them
-            draw = (int(key[i]) << _SECOND_SHIFT) | int.from_bytes(os.urandom(_LOW_BYTES), "big")
-            k[i] = bisect_right(self._cdf, draw)  # #{j : F_j <= draw}
-        return k
+        return Plan((self,), (1,)).sample(size)
 
     def __repr__(self) -> str:
         return f"Table(offset={self.offset}, size={self.size}, tv_log2={self.tv_log2:.1f})"
+
+
+class Plan:
+    """``Y = constant + sum_j multipliers[j] * k_j``, ``k_j`` drawn from ``tables[j]``.
+
+    All tables are read in one pass: their lookups side by side (one gather for every
+    draw of every table), then one ``searchsorted`` over their 48-bit tops (prefixed by
+    the table's number) for the draws whose 16 bits were ambiguous.
+
+    Parameters
+    ----------
+    tables : sequence of Table
+    multipliers : sequence of int
+    flip : bool, default=False
+        Replace ``Y`` by ``-1 - Y`` with probability 1/2 (a fair bit per draw).
+    eta_log2 : float, default=-inf
+        log2 of a pointwise relative error of the decomposition itself (not of the
+        tables): :func:`gaussian_plan`.
+    """
+
+    __slots__ = ("tables", "multipliers", "constant", "flip", "tv_log2", "eta_log2", "_lookup",
+                 "_top48", "_previous48", "_starts", "_shift", "_mult")  # fmt: skip
+
+    def __init__(self, tables, multipliers, flip: bool = False, eta_log2: float = -math.inf):
+        self.tables, self.multipliers = tuple(tables), tuple(int(m) for m in multipliers)
+        self.eta_log2 = eta_log2
+        self.constant = sum(m * t.offset for m, t in zip(self.multipliers, self.tables))
+        self.flip = bool(flip)
+        self.tv_log2 = math.log2(sum(2.0**t.tv_log2 for t in self.tables))
+        self._lookup = np.concatenate([t.lookup for t in self.tables])
+        self._shift = (np.arange(len(self.tables), dtype=np.uint32) << np.uint32(16))[:, None]
+        self._top48 = np.concatenate(
+            [(np.uint64(j) << np.uint64(48)) | t.top48 for j, t in enumerate(self.tables)]
+        )
+        self._previous48 = np.concatenate([[np.uint64(0)], self._top48])
+        self._starts = np.cumsum([0] + [t.size for t in self.tables])[:-1]
+        self._mult = np.array(self.multipliers, dtype=np.int64)
+
+    def sample(self, size: int) -> np.ndarray:
+        """``size`` draws (int64)."""
+        n = len(self.tables)
+        raw = os.urandom(2 * n * size + (size if self.flip else 0))
+        words = np.frombuffer(raw, np.uint16, count=n * size).reshape(n, size)
+        where = words + self._shift  # table j's word w: entry (j << 16) | w of the lookups
+        k = self._lookup[where]
+        ambiguous = np.flatnonzero(k == _AMBIGUOUS)
+        if ambiguous.size:
+            k.reshape(-1)[ambiguous] = self._refine(where.reshape(-1)[ambiguous])
+        y = self._mult @ k if n > 1 else k[0].astype(np.int64) * self._mult[0]
+        if self.constant:
+            y += self.constant
+        if self.flip:  # -1 - Y is ~Y: xor with 0 (a fair byte's top bit 0) or -1 (top bit 1)
+            np.bitwise_xor(y, np.frombuffer(raw, np.int8, offset=2 * n * size) >> 7, out=y)
+        return y
+
+    def _refine(self, where: np.ndarray) -> np.ndarray:
+        """Second stage: 32 more bits per draw; ``where`` is ``(j << 16) | w``."""
+        more = np.frombuffer(os.urandom(4 * where.size), dtype=np.uint32)
+        key = (where.astype(np.uint64) << np.uint64(32)) | more  # (j << 48) | 48 bits
+        c = np.searchsorted(self._top48, key, side="right")
+        table = (key >> np.uint64(48)).astype(np.intp)
+        k = c - self._starts[table]
+        for i in np.flatnonzero(self._previous48[c] == key):  # 48 bits tie: all of them
+            low = int.from_bytes(os.urandom(_LOW_BYTES), "big")
+            draw = ((int(key[i]) & ((1 << 48) - 1)) << _SECOND_SHIFT) | low
+            k[i] = bisect_right(self.tables[table[i]].cdf, draw)  # #{j : F_j <= draw}
+        return k
+
+    def __repr__(self) -> str:
+        return f"Plan({self.tables}, {self.multipliers}, flip={self.flip})"
 
 
 # -- the discrete Gaussian -----------------------------------------------------------------
@@ -242,28 +287,32 @@ def _eta(m: Fraction) -> float:
 @functools.lru_cache(maxsize=64)
 def gaussian_plan(
     sigma2: Fraction, radix: int = RADIX, spread: int = SPREAD, base_max: int = BASE_MAX
-) -> tuple[tuple[Table, ...], Table, float]:
+) -> Plan:
     """How :func:`discrete_gaussian_cdt` draws ``N_Z(0, sigma2)``.
+
+    ``Y = R_0 + radix (R_1 + radix (... + radix Q))``: while ``sigma > base_max``, ``R ~
+    N_Z(0, (spread radix)^2)`` and the rest ``Q`` has variance ``(sigma2 - (spread
+    radix)^2) / radix^2``. At each level ``P[Y = y] ∝ exp(-y^2 / (2 sigma2)) theta(y)``
+    with ``theta(y) = sum_q exp(-(radix q - c_y)^2 / (2 sigma_3^2))`` (completing the
+    square), ``sigma_3^2 = radix^2 sigma_Q^2 sigma_R^2 / sigma2``, and by Poisson
+    summation ``theta(y) = sqrt(2 pi) (sigma_3 / radix) (1 +- eta)``, ``eta = 2 sum_{k>=1}
+    exp(-2 pi^2 k^2 m^2)``, ``m = sigma_3 / radix``.
 
     Parameters
     ----------
     sigma2 : Fraction
         ``> 0``.
     radix, spread, base_max : int
-        ``Y = radix * Q + R`` with ``R ~ N_Z(0, (spread radix)^2)`` while ``sigma >
-        base_max``; needs ``spread > 4`` and ``base_max^2 (spread^2 - 16) >= spread^4
-        radix^2`` (then ``sigma_3 >= 4 radix``).
+        Needs ``spread > 4`` and ``base_max^2 (spread^2 - 16) >= spread^4 radix^2``
+        (then ``m >= 4`` at every level).
 
     Returns
     -------
-    levels : tuple of Table
-        The ``R`` tables, outermost first.
-    base : Table
-        The innermost ``Q``'s table.
-    eta_log2 : float
-        log2 of the sum over levels of Poisson summation's ``eta`` (``-inf`` for one
-        table): the draw's pmf is within ``exp(+-2.0001 * 2**eta_log2)`` pointwise of
-        ``N_Z(0, sigma2)`` up to the tables' total variation.
+    Plan
+        Its ``eta_log2`` is log2 of the sum of the levels' ``eta`` (``-inf`` for one
+        table): the pmf of ``Y`` drawn from the exact tables is within a factor
+        ``(1 + eta) / (1 - eta)`` either way of ``N_Z(0, sigma2)``'s, pointwise, with
+        ``eta = 2**eta_log2``; its ``tv_log2`` bounds the tables' total variation.
     """
     sigma2, base_max2 = Fraction(sigma2), base_max**2
     if not sigma2 > 0:
@@ -271,15 +320,18 @@ def gaussian_plan(
     r2 = (spread * radix) ** 2
     if spread <= 4 or base_max2 * (spread**2 - 16) < spread**4 * radix**2:
         raise ValueError(f"radix={radix}, spread={spread}, base_max={base_max}: sigma_3 < 4 radix")
-    levels, eta = [], 0.0
+    tables, multipliers, eta, scale = [], [], 0.0, 1
     while sigma2 > base_max2:
         q2 = (sigma2 - r2) / radix**2
         m2 = q2 * r2 / sigma2  # (sigma_3 / radix)^2 = radix^2 q2 r2 / (sigma2 radix^2)
         assert m2 >= 16
         eta += 2.0 ** _eta(Fraction(math.isqrt(math.floor(m2))))
-        levels.append(gaussian_table(Fraction(r2)))
-        sigma2 = q2
-    return tuple(levels), gaussian_table(sigma2), math.log2(eta) if eta else -math.inf
+        tables.append(gaussian_table(Fraction(r2)))
+        multipliers.append(scale)
+        sigma2, scale = q2, scale * radix
+    tables.append(gaussian_table(sigma2))
+    multipliers.append(scale)
+    return Plan(tables, multipliers, eta_log2=math.log2(eta) if eta else -math.inf)
 
 
 def discrete_gaussian_cdt(
@@ -300,17 +352,7 @@ def discrete_gaussian_cdt(
     ndarray of int64
     """
     s2 = sigma2.sigma2 if hasattr(sigma2, "sigma2") else Fraction(sigma2)
-    levels, base, _ = gaussian_plan(s2, radix, spread, base_max)
-    size = int(size)
-    words = _words(size * (len(levels) + 1)).reshape(-1, size)
-    y = base.index(words[-1]).astype(np.int64)
-    offset = base.offset
-    for table, w in zip(reversed(levels), words[-2::-1]):
-        y *= radix
-        y += table.index(w)
-        offset = offset * radix + table.offset
-    y += offset
-    return y
+    return gaussian_plan(s2, radix, spread, base_max).sample(int(size))
 
 
 # -- floor of a Laplace variable -----------------------------------------------------------
@@ -336,11 +378,13 @@ def _geometric_table(x: Fraction, count: int | None) -> Table:
 
 
 @functools.lru_cache(maxsize=64)
-def geometric_plan(t: int, chunk_bits: int = CHUNK_BITS) -> tuple[Table, ...]:
-    """The digit tables of ``G`` (``P[G = g] ∝ exp(-g / t)``), lowest digit first.
+def geometric_plan(t: int, chunk_bits: int = CHUNK_BITS) -> Plan:
+    """How :func:`two_sided_geometric_cdt` draws ``floor(L)``, ``L ~ Laplace(0, t)``.
 
-    ``G = sum_i B^i h_i`` with ``B = 2**chunk_bits``; the ``h_i`` are independent, ``P[h_i
-    = h] ∝ exp(-h B^i / t)`` on ``0..B-1`` for all but the top digit, unbounded for it.
+    ``G = sum_i B^i h_i`` with ``B = 2**chunk_bits``; the digits ``h_i`` are independent,
+    ``P[h_i = h] ∝ exp(-h B^i / t)`` on ``0..B-1`` for all but the top digit, unbounded
+    for it (``P[G = g] ∝ exp(-g / t)`` factorises over the digits). Then ``G`` or ``-1 -
+    G`` with probability 1/2 each.
 
     Parameters
     ----------
@@ -350,7 +394,7 @@ def geometric_plan(t: int, chunk_bits: int = CHUNK_BITS) -> tuple[Table, ...]:
 
     Returns
     -------
-    tuple of Table
+    Plan
     """
     t = int(t)
     if t < 1:
@@ -362,7 +406,7 @@ def geometric_plan(t: int, chunk_bits: int = CHUNK_BITS) -> tuple[Table, ...]:
         tables.append(_geometric_table(Fraction(radix**i, t), radix))
         i += 1
     tables.append(_geometric_table(Fraction(radix**i, t), None))
-    return tuple(tables)
+    return Plan(tables, [radix**j for j in range(len(tables))], flip=True)
 
 
 def two_sided_geometric_cdt(t: int, size: int, *, chunk_bits: int = CHUNK_BITS) -> np.ndarray:
@@ -380,15 +424,4 @@ def two_sided_geometric_cdt(t: int, size: int, *, chunk_bits: int = CHUNK_BITS) 
     -------
     ndarray of int64
     """
-    tables = geometric_plan(int(t), chunk_bits)
-    size = int(size)
-    raw = os.urandom(2 * size * len(tables) + size)
-    draws = np.frombuffer(raw, np.uint16, count=size * len(tables)).reshape(-1, size)
-    g = tables[-1].index(draws[-1]).astype(np.int64)  # offsets are 0
-    for table, w in zip(reversed(tables[:-1]), draws[-2::-1]):
-        g <<= chunk_bits
-        g += table.index(w)
-    # -1 - G is ~G: xor with 0 (a fair byte's top bit 0) or -1 (top bit 1)
-    sign = np.frombuffer(raw, np.int8, offset=2 * size * len(tables)) >> 7
-    np.bitwise_xor(g, sign, out=g)
-    return g
+    return geometric_plan(int(t), chunk_bits).sample(int(size))
