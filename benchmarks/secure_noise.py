@@ -91,8 +91,8 @@ def build_rows() -> list[dict]:
     rows = []
     for d in (1, 16, 256, 4096):
         for name, fn in (
-            ("gaussian", lambda: cdt.gaussian_plan(grid.gaussian_grid(1.0, 2.0, d)[2].sigma2)),
-            ("laplace", lambda: cdt.geometric_plan(grid.laplace_grid(1.0, 2.0, d)[2])),
+            ("gaussian", lambda d=d: cdt.gaussian_plan(grid.gaussian_grid(1.0, 2.0, d)[2].sigma2)),
+            ("laplace", lambda d=d: cdt.geometric_plan(grid.laplace_grid(1.0, 2.0, d)[2])),
         ):
             cdt.gaussian_plan.cache_clear(), cdt.gaussian_table.cache_clear()
             cdt.geometric_plan.cache_clear()
