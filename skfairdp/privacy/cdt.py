@@ -120,8 +120,11 @@ class Table:
 
     Parameters
     ----------
-    weights : list of int
-        Nonnegative fixed-point weights (``WORK`` bits), proportional to the pmf.
+    weights : callable
+        Returns the nonnegative fixed-point weights (``WORK`` bits, a list of int),
+        proportional to the pmf. Called again for the full-precision CDF where 48 bits of
+        a draw tie with an entry (probability below ``2**-32`` per draw), so that a table
+        keeps only its numpy arrays (about ``10`` bytes per entry).
     offset : int
         The value of the first weight.
     error_log2 : float
@@ -129,16 +132,14 @@ class Table:
         exact distribution (their rounding and the mass beyond the table).
     """
 
-    __slots__ = ("offset", "size", "tv_log2", "lookup", "top48", "cdf")
+    __slots__ = ("offset", "size", "tv_log2", "lookup", "top48", "_weights")
 
-    def __init__(self, weights: list[int], offset: int, error_log2: float):
-        sums = list(accumulate(weights))
-        total = sums[-1]
-        cdf = [(s << PRECISION) // total for s in sums]  # F_k, F_last = 2**PRECISION
+    def __init__(self, weights, offset: int, error_log2: float):
+        self._weights = weights
+        cdf = self.cdf
         self.offset, self.size = int(offset), len(cdf)
         if self.size >= _AMBIGUOUS:
             raise ValueError(f"a table holds fewer than {_AMBIGUOUS} entries, got {self.size}")
-        self.cdf = cdf  # read only where 48 bits tie with an entry
         self.top48 = np.array(_top(cdf, SECOND_BITS), np.uint64)
         top16 = np.array(_top(cdf, FIRST_BITS), np.uint16)
         words = np.arange(1 << FIRST_BITS, dtype=np.uint16)
@@ -149,9 +150,17 @@ class Table:
         # F_k rounded down by < 2**-PRECISION: TV to the weights' distribution < size 2**-P
         self.tv_log2 = math.log2(2.0**error_log2 + self.size * 2.0**-PRECISION)
 
+    @property
+    def cdf(self) -> list[int]:
+        """``F_k = floor(2**PRECISION * (w_0 + ... + w_k) / sum(w))`` (recomputed)."""
+        sums = list(accumulate(self._weights()))
+        total = sums[-1]
+        return [(s << PRECISION) // total for s in sums]  # F_last = 2**PRECISION
+
     def pmf_numerators(self) -> list[int]:
         """The sampled distribution exactly: ``P[offset + k] = out[k] / 2**PRECISION``."""
-        return [b - a for a, b in zip([0] + self.cdf[:-1], self.cdf)]
+        cdf = self.cdf
+        return [b - a for a, b in zip([0] + cdf[:-1], cdf)]
 
     def sample(self, size: int) -> np.ndarray:
         """``size`` draws (int64)."""
@@ -249,7 +258,7 @@ def _gaussian_weights(sigma2: Fraction, ymax: int) -> list[int]:
     return out
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=32)
 def gaussian_table(sigma2: Fraction) -> Table:
     """One table of ``N_Z(0, sigma2)`` on ``-ymax..ymax``, ``ymax ~ 20.4 sigma``.
 
@@ -267,15 +276,21 @@ def gaussian_table(sigma2: Fraction) -> Table:
         raise ValueError(f"sigma2 must be > 0, got {sigma2}")
     # exp(-ymax^2 / (2 sigma2)) <= 2**-TAIL_BITS
     ymax = math.isqrt(math.ceil(2 * sigma2 * TAIL_BITS * Fraction(math.log(2)))) + 2
-    half = _gaussian_weights(sigma2, ymax)
-    weights = half[:0:-1] + half
+    size = 2 * ymax + 1
     # beyond ymax: 2 sum_{y > ymax} exp(-y^2 / (2 s2)) <= 2 e^{-(ymax+1)^2 / (2 s2)} / (1 - r)
     # with r = e^{-(ymax+1)/s2}; the weights' sum is >= 1 (y = 0)
     s2 = float(sigma2)
     lead = -((ymax + 1) ** 2) / (2 * s2) / math.log(2)
     tail_log2 = 1 + lead - math.log2(-math.expm1(-(ymax + 1) / s2))
-    rounding_log2 = math.log2(len(weights) * 8 * (ymax + 2) ** 2) - WORK
+    rounding_log2 = math.log2(size * 8 * (ymax + 2) ** 2) - WORK
+    weights = functools.partial(_symmetric, _gaussian_weights, sigma2, ymax)
     return Table(weights, -ymax, math.log2(2.0**tail_log2 + 2.0**rounding_log2))
+
+
+def _symmetric(half, *args) -> list[int]:
+    """``half(*args)`` (weights of ``0..ymax``) mirrored onto ``-ymax..ymax``."""
+    weights = half(*args)
+    return weights[:0:-1] + weights
 
 
 def _eta(m: Fraction) -> float:
@@ -284,7 +299,7 @@ def _eta(m: Fraction) -> float:
     return 1 + first + 1e-9  # the k >= 2 terms add a relative < exp(-6 pi^2 m^2)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=32)
 def gaussian_plan(
     sigma2: Fraction, radix: int = RADIX, spread: int = SPREAD, base_max: int = BASE_MAX
 ) -> Plan:
@@ -360,24 +375,29 @@ def discrete_gaussian_cdt(
 
 def _geometric_table(x: Fraction, count: int | None) -> Table:
     """``P[h] ∝ exp(-h x)`` on ``h = 0..count-1`` (``None``: ``h >= 0``, tail cut)."""
-    rho = exp_neg_fixed(x, WORK)
     if count is None:  # exp(-count x) <= 2**-TAIL_BITS
         count = math.ceil(Fraction(TAIL_BITS) * Fraction(math.log(2)) / x) + 2
         xf = float(x)
         tail_log2 = -count * xf / math.log(2) - math.log2(-math.expm1(-xf)) + 1
     else:
         tail_log2 = -math.inf
+    # rho within 2 units; f_h within 3 (h + 1) units; the weights' sum is >= 1
+    rounding_log2 = math.log2(count * 3 * (count + 1)) - WORK
+    tv = 2.0**tail_log2 + 2.0**rounding_log2
+    return Table(functools.partial(_geometric_weights, x, count), 0, math.log2(tv))
+
+
+def _geometric_weights(x: Fraction, count: int) -> list[int]:
+    """``exp(-h x) * 2**WORK`` for ``h = 0..count-1`` (error < 3 (h + 1) units)."""
+    rho = exp_neg_fixed(x, WORK)
     f, weights = 1 << WORK, []
     for _ in range(count):
         weights.append(f)
         f = f * rho >> WORK
-    # rho within 2 units; f_h within 3 (h + 1) units; the weights' sum is >= 1
-    rounding_log2 = math.log2(count * 3 * (count + 1)) - WORK
-    tv = 2.0**tail_log2 + 2.0**rounding_log2
-    return Table(weights, 0, math.log2(tv))
+    return weights
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=32)
 def geometric_plan(t: int, chunk_bits: int = CHUNK_BITS) -> Plan:
     """How :func:`two_sided_geometric_cdt` draws ``floor(L)``, ``L ~ Laplace(0, t)``.
 

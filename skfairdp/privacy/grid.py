@@ -8,9 +8,12 @@ quantities only (the noise scale and the number of cells ``d``, never the data):
 
 with integer noise ``Z``. Nothing in the release depends on the low bits of a
 floating-point noise draw: ``s`` is an exact integer computed from ``x`` alone,
-``Z`` is exact integer noise from the OS CSPRNG (:mod:`skfairdp.privacy.discrete`),
-and ``g * (s + Z)`` is a deterministic function of the private integer ``s + Z``
-(post-processing; its cast to the input's dtype too).
+``Z`` is integer noise from the OS CSPRNG drawn by inverting fixed-point CDF tables
+(:mod:`skfairdp.privacy.cdt`: within total variation ``2**-278`` per cell of the
+distributions below, see doc/privacy.md for how that is accounted; the exact rejection
+samplers of :mod:`skfairdp.privacy.discrete` are the tests' reference), and ``g * (s +
+Z)`` is a deterministic function of the private integer ``s + Z`` (post-processing;
+its cast to the input's dtype too).
 
 Sensitivity in grid units. If one privacy unit moves ``x`` by ``Delta`` (L2 for the
 Gaussian, L1 for the Laplace release), it moves ``x / g`` by ``Delta / g``; rounding
@@ -54,7 +57,7 @@ the discrete Gaussian ``N_Z(0, sigma^2)`` with ``sigma^2 >= (z Delta_g)^2 + rho^
 
 Laplace (:func:`laplace_release`), accounted as ``LaplaceDpEvent(b)``. The noise is
 ``floor(L)`` for ``L ~ Laplace(0, t)`` with the integer ``t = ceil(b Delta_g) >= b
-Delta_g`` (:func:`~skfairdp.privacy.discrete.two_sided_geometric`), and the release
+Delta_g`` (:func:`~skfairdp.privacy.cdt.two_sided_geometric_cdt`), and the release
 adds ``g / 2`` (mean zero). ``s + floor(L) = floor(s + L)`` for an integer ``s``: the
 release is exactly a post-processing of the continuous Laplace mechanism of scale
 ``t`` on ``s`` (L1 sensitivity ``Delta_g``), which ``LaplaceDpEvent(b)`` dominates in
