@@ -1,4 +1,4 @@
-"""Closed-form releases as exact integer noise on an integer statistic (``secure_mode=True``).
+"""Closed-form releases as integer noise on an integer statistic (``secure_mode=True``).
 
 A real-valued statistic ``x`` (a sum of clipped values, a weighted count, a
 histogram) is released on a grid of step ``g``, a power of two chosen from public
