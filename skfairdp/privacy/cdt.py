@@ -4,8 +4,9 @@ The exact samplers of :mod:`skfairdp.privacy.discrete` run rejection loops as ro
 numpy calls; for a histogram that costs 6-20x the floating-point noise ``secure_mode``
 drew before. Here the same two distributions are drawn by *inversion*: a table of the
 CDF in ``PRECISION``-bit fixed point (Python integers, computed once per scale and
-cached), one 64-bit word of ``os.urandom`` per draw and per table, and a vectorised
-``searchsorted``. No floating-point operation touches a probability.
+cached), a 16-bit word of ``os.urandom`` per draw and per table looked up among all
+``2**16`` words, 32 bits more for the few draws it leaves ambiguous. No floating-point
+operation touches a probability.
 
 - :func:`discrete_gaussian_cdt`: ``N_Z(0, sigma2)``. A single table would need ``~40
   sigma`` entries (``sigma`` is ``2**14``-``2**24`` in grid units), so for ``sigma >
@@ -24,9 +25,10 @@ What is not exact. Each table's CDF entry is rounded down to a multiple of
 ``2**-PRECISION`` from weights computed with ``WORK`` bits, and the table stops where the
 remaining mass is below ``2**-TAIL_BITS``: a table's distribution is within total variation
 ``Table.tv_log2`` (``< 2**-280``) of the exact one, and a draw of ``L`` tables within the
-sum (``< L 2**-280``, ``L <= 4``). The inversion itself is exact: a 64-bit word decides
-unless it equals a table entry's top word (probability ``< size * 2**-64``); then the
-draw's next ``PRECISION - 64`` bits decide, on Python integers. For accounting see
+sum (``< L 2**-280``, ``L <= 4``). The inversion itself is exact (:class:`Table`): the
+first 16 bits of the uniform decide unless they equal an entry's, then 48 bits unless
+they equal an entry's (probability ``< size * 2**-48``), then all ``PRECISION``, on
+Python integers. For accounting see
 doc/privacy.md ("Floating-point-safe noise"): ``n`` released cells add at most ``n (1 +
 e^epsilon) 2**-278`` to ``delta``, not recorded.
 """
@@ -43,6 +45,7 @@ from itertools import accumulate
 import numpy as np
 
 __all__ = [
+    "Plan",
     "Table",
     "discrete_gaussian_cdt",
     "gaussian_plan",
@@ -72,7 +75,6 @@ FIRST_BITS = 16
 SECOND_BITS = 48
 
 _SECOND_SHIFT = PRECISION - SECOND_BITS
-_FIRST_SHIFT = PRECISION - FIRST_BITS
 _LOW_BYTES = _SECOND_SHIFT // 8
 _AMBIGUOUS = (1 << 16) - 1  # a lookup entry: the first 16 bits do not decide
 
