@@ -13,6 +13,9 @@ build does not run it.
 Run:  python examples/dpfermi_defaults.py   (about 8 minutes on 2 CPU cores)
 """
 
+# The gallery shows the "auto" schedule this example checks (doc/dpfermi.md's table):
+# sphinx_gallery_thumbnail_path = "_static/thumbnails/dpfermi_defaults.png"
+
 import time
 
 import numpy as np

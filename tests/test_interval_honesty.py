@@ -9,6 +9,11 @@ themselves (Balle & Wang's exact Gaussian curve, Bonferroni), not from the const
 code states, and check by simulation that the nominal interval covers the population
 value in at least the nominal share of releases, less a stated slack.
 
+A third survived the tests above: the gap test behind a difference's lower bound
+(:class:`~skfairdp.evaluation.intervals.GapTest`) reading a weighted cell's sampling
+variance as its mean, not ``max_sample_weight`` times it. The last section checks, with
+rows each weighing ``max_sample_weight``, that a true gap of 0 is kept.
+
 Statistical tests are seeded (deterministic); each states the probability that a correct
 implementation fails it for a random seed, kept below 1e-4.
 """
@@ -222,3 +227,58 @@ def test_weighted_and_equalized_odds_intervals_cover_the_population_value(
     floor = coverage_floor(releases)
     assert covered.min() >= floor, (covered, floor)
     assert covered_odds >= floor, (covered_odds, floor)
+
+
+# ---------------------------------------------------- the gap test's weighted variance
+#: Rows of weight GAP_WEIGHT (each row one sampled unit, e.g. a survey row standing for ten
+#: people), two groups of GAP_ROWS rows at the same selection rate: the true gap is 0.
+GAP_WEIGHT, GAP_ROWS, GAP_RATE, GAP_EPSILON, GAP_RELEASES = 10, 2000, 0.3, 1.0, 200
+#: Checks of the section (between groups, to overall): the false-alarm budget is split.
+GAP_CHECKS = 2
+
+
+def most_gap_exclusions(releases: int) -> int:
+    """The most releases excluding a true 0 that a correct interval shows, but with probability
+    below 1e-4 / GAP_CHECKS: it excludes a true value in at most 5 % of releases (its lower
+    bound leaves 0 with probability at most about 2.5 %)."""
+    return int(stats.binom.isf(1e-4 / GAP_CHECKS, releases, 0.05))
+
+
+def test_the_gap_threshold_has_the_stated_false_alarm_rate():
+    k = most_gap_exclusions(GAP_RELEASES)
+    assert GAP_CHECKS * stats.binom.sf(k, GAP_RELEASES, 0.05) < 1e-4
+    assert k / GAP_RELEASES < 0.13  # a test that ignores the weight: about 25 % (below)
+
+
+def test_a_weighted_gap_of_zero_is_kept_when_a_row_weighs_max_sample_weight(monkeypatch):
+    """The lower bound of a difference leaves 0 only when a test rejects a zero gap; each
+    row is one sampled unit of weight w = max_sample_weight, so a weighted cell's count is
+    w times a Poisson count: its variance is w times its mean, plus the release's noise
+    (std: the exact Gaussian multiplier times w, the sensitivity; derived here: 37). A
+    positive cell holds about 300 rows, 3,000 weighted: w * mean (30,000) is over 20 times
+    the noise's variance (1,392), so a test reading the cells' variance as their mean
+    (weight 1; the mutants h35-gap-*) has a standard error 0.37 times the true one, and its
+    lower bound leaves the true 0 in about a fifth of releases."""
+    monkeypatch.setattr(table_module, "table_noise_multiplier",
+                        functools.lru_cache(table_module.table_noise_multiplier))  # fmt: skip
+    monkeypatch.setattr(frame_module, "epsilon_spent",
+                        functools.lru_cache(frame_module.epsilon_spent))  # fmt: skip
+    std = exact_multiplier(GAP_EPSILON, 1e-5) * GAP_WEIGHT  # the release's noise std
+    sampling = GAP_WEIGHT * GAP_WEIGHT * GAP_ROWS * GAP_RATE / 2  # w * mean of a positive cell
+    assert sampling > 20 * std**2  # the sampling term decides the test's standard error
+    rng = np.random.default_rng(35)
+    groups = np.repeat([0, 1], GAP_ROWS)
+    weights = np.full(groups.size, float(GAP_WEIGHT))
+    excluded = {"between_groups": 0, "to_overall": 0}
+    for _ in range(GAP_RELEASES):
+        y_true = (rng.random(groups.size) < 0.5).astype(int)
+        y_pred = (rng.random(groups.size) < GAP_RATE).astype(int)
+        frame = PrivateMetricFrame(
+            metrics="selection_rate", y_true=y_true, y_pred=y_pred, sensitive_features=groups,
+            sample_weight=weights, max_sample_weight=GAP_WEIGHT, epsilon=GAP_EPSILON,
+            delta=1e-5, n_draws=300, random_state=int(rng.integers(2**31)),
+        )  # fmt: skip
+        for method in excluded:
+            excluded[method] += frame.interval("difference", 0.95, method=method).lower > 0
+    assert std * (1 - 1e-9) <= frame.noise_std_ <= 1.05 * std
+    assert max(excluded.values()) <= most_gap_exclusions(GAP_RELEASES), excluded

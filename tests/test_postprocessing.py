@@ -129,6 +129,47 @@ def test_released_noise_is_gaussian_at_the_reported_scale(weighted):
     assert est.dp_event_ == dp_accounting.GaussianDpEvent(est.noise_multiplier_)
 
 
+def test_declared_groups_are_read_from_no_row():
+    # OpenDP #2345 / #2708's class: which groups exist must not be read from the rows.
+    # Two neighbouring datasets: the second lacks the only row of group 2.
+    n_bins = 400
+    X, y, g = synthetic(n=400, n_bins=n_bins, n_groups=2, seed=3)
+    X1, y1, g1 = np.vstack([X, [[0.55]]]), np.append(y, 1), np.append(g, 2)
+    declared = {"sensitive_values": [0, 1, 2], "n_bins": n_bins, "epsilon": 1.0, "delta": 1e-5}
+    with_row, without = (post(**declared).fit(*d[:2], sensitive_features=d[2])
+                         for d in ((X1, y1, g1), (X, y, g)))  # fmt: skip
+    for est in (with_row, without):
+        assert est.group_labels_.tolist() == [0, 1, 2]  # the same whatever the rows
+        assert est.histogram_.shape == (3, 2, n_bins)
+        assert est.predict(X[:3], sensitive_features=[2, 2, 2]).shape == (3,)
+    # the empty group's cells carry the release's noise, not zeros (the noise derived
+    # here: each cell's std is the multiplier times the sensitivity by removal, 1)
+    bins = bin_scores(X[:, 0], (0.0, 1.0), n_bins)
+    sensitivity = _sensitivity_by_removal(g, y, bins, None, 3, n_bins)
+    assert sensitivity == pytest.approx(1.0)
+    z = without.histogram_[2].ravel() / (without.noise_multiplier_ * sensitivity)
+    assert z.size == 2 * n_bins and abs(z.mean()) < 5 / math.sqrt(z.size)
+    assert abs(z.std() - 1) < 5 / math.sqrt(2 * z.size)
+    # undeclared (fairlearn's behaviour), the rows decide the groups: the leak declared
+    # groups close
+    assert post().fit(X1, y1, sensitive_features=g1).group_labels_.tolist() == [0, 1, 2]
+    assert post().fit(X, y, sensitive_features=g).group_labels_.tolist() == [0, 1]
+
+
+def test_declared_groups_change_nothing_when_all_occur():
+    X, y, g = synthetic()
+    a = post().fit(X, y, sensitive_features=g)
+    b = post(sensitive_values=[0, 1, 2]).fit(X, y, sensitive_features=g)
+    np.testing.assert_array_equal(a.histogram_, b.histogram_)
+    np.testing.assert_array_equal(
+        a.predict(X, sensitive_features=g), b.predict(X, sensitive_features=g)
+    )
+    with pytest.raises(ValueError, match="not in the declared sensitive_values"):
+        post(sensitive_values=[0, 1]).fit(X, y, sensitive_features=g)
+    with pytest.raises(ValueError, match="sensitive_values declares a single group"):
+        post(sensitive_values=[0]).fit(X, y, sensitive_features=np.zeros_like(g))
+
+
 def test_seeded_release_is_reproducible_and_secure_mode_is_not():
     X, y, g = synthetic()
     a, b = (post().fit(X, y, sensitive_features=g) for _ in range(2))

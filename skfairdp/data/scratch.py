@@ -14,12 +14,14 @@ the file (64 bits): unique under the directory's key, never stored, so a record
 moved to another file or place fails authentication; the directory counts each
 file's records, so a truncated file fails too.
 
-A directory's name records its owner: ``skfairdp-buckets-{host}-{pid}-{start}-{random}``,
-where ``host`` tags the machine and PID namespace and ``start`` is the owner's
-start time (``/proc/{pid}/stat``), so that a reused PID is not mistaken for it.
-Creating a directory first removes the directories in the same parent left by dead
-owners of this host (a process killed by ``SIGKILL`` cannot remove its own); the
-live ones are removed on the exits :mod:`.exits` can see.
+A directory's name records its owner: ``skfairdp-{kind}-{host}-{pid}-{start}-{random}``
+(:func:`owned_directory`; ``kind`` is ``buckets`` here, ``flower-fit`` for the sealed
+silo files of a Flower fit), where ``host`` tags the machine and PID namespace and
+``start`` is the owner's start time (``/proc/{pid}/stat``), so that a reused PID is
+not mistaken for it. Creating a directory first removes the directories of every
+kind in the same parent left by dead owners of this host (a process killed by
+``SIGKILL`` cannot remove its own); the live ones are removed on the exits
+:mod:`.exits` can see.
 """
 
 from __future__ import annotations
@@ -36,20 +38,20 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from . import exits
+from .sealed import HEADER as _HEADER
+from .sealed import RECORD_BYTES, open_record
+from .sealed import TAG as _TAG
 
-__all__ = ["PREFIX", "ScratchDir", "remove_stale"]
+__all__ = ["PREFIX", "RECORD_BYTES", "ScratchDir", "owned_directory", "remove_stale"]
 
-#: Name prefix of every scratch directory.
-PREFIX = "skfairdp-buckets-"
-#: Plaintext bytes per record at most (AES-GCM takes < 2**31 bytes per call).
-RECORD_BYTES = 1 << 26
-_HEADER = struct.Struct("<Q")
-_TAG = 16
-_NAME = re.compile(re.escape(PREFIX) + r"([0-9a-f]{8})-(\d+)-(\d+)-[0-9a-f]+$")
+#: The kind of a scratch directory (:func:`owned_directory`), and its name prefix.
+KIND = "buckets"
+PREFIX = f"skfairdp-{KIND}-"
+#: ``skfairdp-{kind}-{host}-{pid}-{start}-{random}``: a directory :func:`owned_directory` made
+_NAME = re.compile(r"skfairdp-[a-z]+(?:-[a-z]+)*-([0-9a-f]{8})-(\d+)-(\d+)-[0-9a-f]+$")
 
 
 class ScratchDir:
@@ -68,21 +70,9 @@ class ScratchDir:
     """
 
     def __init__(self, parent=None):
-        parent = Path(parent if parent is not None else tempfile.gettempdir())
-        remove_stale(parent)
         self._aead = AESGCM(os.urandom(32))  # the key lives in this object only
         self._records: dict[int, int] = {}
-        pid, start = owner()
-        self.path = parent / f"{PREFIX}{host_tag()}-{pid}-{start}-{secrets.token_hex(6)}"
-        # tracked before it exists: a signal arriving in between still finds it
-        exits.track(self.path)
-        try:
-            self.path.mkdir(mode=0o700)
-            if exits.closing():  # a terminating signal came in from another thread
-                raise RuntimeError("the process is terminating")
-        except BaseException:
-            self.remove()
-            raise
+        self.path = owned_directory(parent, KIND)
 
     # -- files ---------------------------------------------------------------------------
     def file(self, number: int) -> Path:
@@ -125,18 +115,14 @@ class ScratchDir:
 
     def remove(self) -> None:
         """Delete the directory and everything in it (idempotent)."""
-        shutil.rmtree(self.path, ignore_errors=True)
-        exits.untrack(self.path)
+        remove_directory(self.path)
 
     # -- the cipher (a benchmark swaps these for the identity) ----------------------------
     def _seal(self, nonce: bytes, data, header: bytes) -> bytes:
         return self._aead.encrypt(nonce, data, header)
 
     def _open(self, nonce: bytes, sealed: bytes, header: bytes, path: Path) -> bytes:
-        try:
-            return self._aead.decrypt(nonce, sealed, header)
-        except InvalidTag:
-            raise RuntimeError(f"scratch file {str(path)!r} was altered") from None
+        return open_record(self._aead, nonce, sealed, header, f"scratch file {str(path)!r}")
 
 
 class _Writer:
@@ -168,6 +154,38 @@ def _nonce(number: int, index: int) -> bytes:
 
 
 # -- owners ------------------------------------------------------------------------------
+def owned_directory(parent, kind: str) -> Path:
+    """A new directory ``skfairdp-{kind}-{host}-{pid}-{start}-{random}`` (mode 0700).
+
+    Made in ``parent`` (default: the system's temporary directory) after the stale
+    directories of dead owners there are removed (:func:`remove_stale`), and tracked
+    by :mod:`.exits` (removed at exit and on the signals it handles) until
+    :func:`remove_directory`.
+    """
+    parent = Path(parent if parent is not None else tempfile.gettempdir())
+    remove_stale(parent)
+    pid, start = owner()
+    path = parent / f"skfairdp-{kind}-{host_tag()}-{pid}-{start}-{secrets.token_hex(6)}"
+    if _NAME.match(path.name) is None:
+        raise ValueError(f"kind: lower-case words joined by '-', got {kind!r}")
+    # tracked before it exists: a signal arriving in between still finds it
+    exits.track(path)
+    try:
+        path.mkdir(mode=0o700)
+        if exits.closing():  # a terminating signal came in from another thread
+            raise RuntimeError("the process is terminating")
+    except BaseException:
+        remove_directory(path)
+        raise
+    return path
+
+
+def remove_directory(path) -> None:
+    """Delete an :func:`owned_directory` and everything in it (idempotent)."""
+    shutil.rmtree(path, ignore_errors=True)
+    exits.untrack(Path(path))
+
+
 def _stat(pid: int) -> tuple[str, int] | None:
     """``(state, start time in clock ticks since boot)`` of a process, from /proc."""
     try:

@@ -126,7 +126,9 @@ def simulate(
     list of dict
         One row per metric and target (each group, then ``"difference"``): the
         population ``value``, ``coverage`` (fraction of evaluations whose interval
-        holds it), ``covered`` (their number), ``mean_width``, ``oracle_width``
+        holds it), ``covered`` (their number), ``above_upper`` and ``below_lower``
+        (the evaluations whose upper bound lies below it, whose lower bound above
+        it: each end's misses), ``mean_width``, ``oracle_width``
         (the central ``confidence`` range of the plug-in estimate at the true
         population: the width an interval would have if the estimate's own
         distribution were known), ``wilson_width`` (mean Wilson width at the
@@ -177,29 +179,30 @@ def simulate(
             hits, trials = (counts[..., list(idx)].sum(axis=-1) for idx in BINOMIAL[name])
             wilson = wilson_width(hits, trials, confidence).mean(axis=0)
         for g in range(n_groups):
-            inside = (low[k, :, g] <= truth[g]) & (truth[g] <= high[k, :, g])
-            rows.append(_row(name, f"group {g}", truth[g], inside, high[k, :, g] - low[k, :, g],
+            rows.append(_row(name, f"group {g}", truth[g], low[k, :, g], high[k, :, g],
                              oracle_width[g], wilson[g], flags[k, :, g].mean()))  # fmt: skip
         gap = float(truth.max() - truth.min())
-        inside = (diff_low[k] <= gap) & (gap <= diff_high[k])
         oracle_gap = np.nanmax(estimates, axis=-1) - np.nanmin(estimates, axis=-1)
         gap_width = float(np.diff(np.nanquantile(oracle_gap, [alpha / 2, 1 - alpha / 2]))[0])
-        rows.append(_row(name, "difference", gap, inside, diff_high[k] - diff_low[k], gap_width,
-                         np.nan, flags[k].any(axis=-1).mean()))  # fmt: skip
+        rows.append(_row(name, "difference", gap, diff_low[k], diff_high[k], gap_width, np.nan,
+                         flags[k].any(axis=-1).mean()))  # fmt: skip
     for row in rows:
         row.update(n_samples=n_samples, epsilon=epsilon, noise_std=sigma,
                    shares="/".join(f"{s:g}" for s in population.shares))  # fmt: skip
     return rows
 
 
-def _row(metric, target, value, inside, widths, oracle_width, wilson, flagged) -> dict:
+def _row(metric, target, value, low, high, oracle_width, wilson, flagged) -> dict:
+    inside = (low <= value) & (value <= high)
     return {
         "metric": metric,
         "target": target,
         "value": float(value),
         "covered": int(inside.sum()),
         "coverage": float(inside.mean()),
-        "mean_width": float(widths.mean()),
+        "above_upper": int((high < value).sum()),
+        "below_lower": int((low > value).sum()),
+        "mean_width": float((high - low).mean()),
         "oracle_width": float(oracle_width),
         "wilson_width": float(wilson),
         "noise_dominated": float(flagged),

@@ -9,7 +9,8 @@ process per message; it forwards to the silo's worker, :mod:`~.silo_worker`).
 **ClientApp (one per silo, on the silo's SuperNode).** Everything that decides how
 private a reply is comes from the SuperNode's own *node config*, which the server
 cannot change: ``data-path`` (an ``.npz`` with ``X`` float32, ``y`` label codes
-and ``s`` group codes in the run's global encoding), ``epsilon``, ``delta``,
+and ``s`` group codes in the run's global encoding; sealed, with its key in the
+SuperNode's environment, when a fit writes it: :mod:`~.silo_files`), ``epsilon``, ``delta``,
 ``privacy-unit``, ``max-grad-norm``, ``batch-size``, ``rounds`` (the silo's
 budget), ``local-steps`` (steps per round, 1 when omitted), ``histogram``,
 ``calibration``, ``accountant``, ``rho``, ``dual-bound``,

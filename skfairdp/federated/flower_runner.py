@@ -2,9 +2,13 @@
 
 What ``FederatedDPFermiClassifier(backend="flower")`` and the integration tests
 use. The processes are the ones a multi-machine deployment runs (doc/federated.md),
-started on 127.0.0.1 with free ports, each silo's data in a file in a temporary
-directory and its privacy settings in its SuperNode's ``--node-config``; the run
-is submitted with ``flwr run`` and followed with ``flwr ls --format json``.
+started on 127.0.0.1 with free ports, each silo's data in a file sealed under the
+fit's key (:mod:`~skfairdp.federated.silo_files`; the key in the SuperNodes'
+environment only) and its privacy settings in its SuperNode's ``--node-config``;
+the run is submitted with ``flwr run`` and followed with ``flwr ls --format json``.
+The fit's directory is an owned one (:func:`skfairdp.data.scratch.owned_directory`):
+removed on every exit Python sees, and by the next fit or Parquet pass in the same
+place after a ``SIGKILL``.
 
 Every process the federation starts, and every process those start (Flower's
 SuperExecs, ServerApp and ClientApps, some in sessions of their own), is stopped
@@ -19,7 +23,6 @@ import contextlib
 import json
 import math
 import os
-import pickle
 import re
 import shutil
 import signal
@@ -33,6 +36,8 @@ from pathlib import Path
 import numpy as np
 from skorch.history import History
 
+from ..data import exits, scratch, sealed
+from . import silo_files
 from .flower_install import require_flwr
 from .processes import signals_raise, stop_processes
 
@@ -81,10 +86,14 @@ class LoopbackFederation:
         One SuperNode per entry, with that node config.
     workdir : str or Path, optional
         Where logs and ``FLWR_HOME`` go (a temporary directory by default).
+    node_env : dict, optional
+        Environment variables of the SuperNodes only (and of the processes they
+        start): the fit's key of the silo files (:mod:`.silo_files` says why there).
     """
 
-    def __init__(self, node_configs: list[dict], workdir=None):
+    def __init__(self, node_configs: list[dict], workdir=None, node_env: dict | None = None):
         self.node_configs = list(node_configs)
+        self.node_env = dict(node_env or {})
         self._own_dir = workdir is None
         self.workdir = Path(
             tempfile.mkdtemp(prefix="skfairdp-flower-") if workdir is None else workdir
@@ -111,11 +120,12 @@ class LoopbackFederation:
         self.port = None
         self._signals = None
 
-    def _start(self, args: list[str], log: str) -> subprocess.Popen:
+    def _start(self, args: list[str], log: str, env: dict | None = None) -> subprocess.Popen:
         out = open(self.workdir / log, "wb")  # noqa: SIM115 (closed with the process)
         proc = subprocess.Popen(
-            args, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+            args, env=env or self.env, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
         proc._log = out  # type: ignore[attr-defined]
         self.processes.append(proc)
         return proc
@@ -156,6 +166,7 @@ class LoopbackFederation:
                         _kv(node),
                     ],
                     f"supernode{j}.log",
+                    {**self.env, **self.node_env},
                 )
         except BaseException:
             self.close()
@@ -316,47 +327,63 @@ def _wait_for_port(port: int, timeout: float, proc: subprocess.Popen) -> None:
 def fit_flower(estimator, X, y, groups, parts, config, seeds, cells, simulation=False) -> dict:
     """``FederatedDPFermiClassifier.fit`` on a loopback Flower deployment.
 
-    Writes each silo's rows to a file, starts the federation with one SuperNode per
-    silo (its :class:`~skfairdp.federated.silo.SiloConfig` as node config), runs the
-    app, and reads back the server's output and each silo's own report. With
-    ``simulation`` the same app runs on Flower's Simulation Engine instead
-    (:mod:`~skfairdp.federated.flower_simulation`, ``backend="flower-simulation"``).
+    Writes each silo's rows to a file sealed under a key drawn for this fit
+    (:mod:`~skfairdp.federated.silo_files`), starts the federation with one SuperNode
+    per silo (its :class:`~skfairdp.federated.silo.SiloConfig` as node config, the
+    key in its environment), runs the app, and reads back the server's output and
+    each silo's own sealed report. With ``simulation`` the same app runs on Flower's
+    Simulation Engine instead (:mod:`~skfairdp.federated.flower_simulation`,
+    ``backend="flower-simulation"``). The files are in an owned directory
+    (``skfairdp-flower-fit-*``), removed on every exit Python sees and, after a
+    ``SIGKILL``, by the next owned directory made in the same place.
     """
+    held = exits.hold()  # SIGTERM/SIGINT/SIGHUP outside the federation remove the files too
+    try:
+        tmp = scratch.owned_directory(None, "flower-fit")
+        try:
+            return _fit_in(tmp, estimator, X, y, groups, parts, config, seeds, cells, simulation)
+        finally:
+            scratch.remove_directory(tmp)
+    finally:
+        if held:
+            exits.release()
+
+
+def _fit_in(tmp: Path, estimator, X, y, groups, parts, config, seeds, cells, simulation) -> dict:
     from .flower import _load_theta, node_config_for
     from .silo import Silo
 
-    with tempfile.TemporaryDirectory(prefix="skfairdp-flower-fit-") as tmp:
-        tmp = Path(tmp)
-        nodes, dual_noise = [], []
-        for j, idx in enumerate(parts):
-            path = tmp / f"silo{j}.npz"
-            np.savez(path, X=X[idx], y=y[idx], s=groups[idx])
-            nodes.append(node_config_for(config, path, seeds[j], report_path=tmp / f"silo{j}.json"))
-            # each silo's multipliers are public numbers; lr_dual="auto" uses them
-            if estimator.lr_dual == "auto" and config.private and config.fairness_weight > 0:
-                if config.calibration == "paper":
-                    raise ValueError("backend='flower' with calibration='paper' needs lr_dual")
-                silo = Silo(X[idx], y[idx], groups[idx], config, seed=0)
-                dual_noise.append(silo.calibrate(None)["dual"] / silo.expected_batch_size)
-        run_config = _run_config(
-            estimator, X.shape[1], len(parts), seeds[-1], cells, tmp / "server.npz", dual_noise
-        )
-        rounds = int(run_config["rounds"])
-        if simulation:
-            from .flower_simulation import run_simulated
+    key = sealed.new_key()  # this fit's: in memory here, in the silos' environment there
+    nodes, dual_noise = [], []
+    for j, idx in enumerate(parts):
+        path = tmp / f"silo{j}.sealed"
+        silo_files.write_data(path, X[idx], y[idx], groups[idx], key)
+        nodes.append(node_config_for(config, path, seeds[j], report_path=tmp / f"silo{j}.json"))
+        # each silo's multipliers are public numbers; lr_dual="auto" uses them
+        if estimator.lr_dual == "auto" and config.private and config.fairness_weight > 0:
+            if config.calibration == "paper":
+                raise ValueError("backend='flower' with calibration='paper' needs lr_dual")
+            silo = Silo(X[idx], y[idx], groups[idx], config, seed=0)
+            dual_noise.append(silo.calibrate(None)["dual"] / silo.expected_batch_size)
+    run_config = _run_config(
+        estimator, X.shape[1], len(parts), seeds[-1], cells, tmp / "server.npz", dual_noise
+    )
+    rounds = int(run_config["rounds"])
+    if simulation:
+        from .flower_simulation import run_simulated
 
-            if estimator.verbose:
-                print(f"Flower Simulation Engine: {len(parts)} silos, {rounds} rounds", flush=True)
-            run_simulated(nodes, run_config, str(APP_DIR))
-        else:
-            _run_loopback(estimator, nodes, run_config, tmp, len(parts))
-        out = np.load(tmp / "server.npz")
-        module = estimator._initial_module(X.shape[1], len(estimator.classes_), seeds[-1])
-        _load_theta(module, out["theta"])
-        reports = [json.loads((tmp / f"silo{j}.json").read_text()) for j in range(len(parts))]
-        events = [
-            pickle.loads((tmp / f"silo{j}.json.event").read_bytes()) for j in range(len(parts))
-        ]
+        if estimator.verbose:
+            print(f"Flower Simulation Engine: {len(parts)} silos, {rounds} rounds", flush=True)
+        run_simulated(nodes, run_config, str(APP_DIR), key=key)
+    else:
+        _run_loopback(estimator, nodes, run_config, tmp, len(parts), key)
+    with np.load(tmp / "server.npz") as saved:
+        out = dict(saved)
+    module = estimator._initial_module(X.shape[1], len(estimator.classes_), seeds[-1])
+    _load_theta(module, out["theta"])
+    reports = [silo_files.read_report(tmp / f"silo{j}.json", key) for j in range(len(parts))]
+    events = [event for _, event in reports]
+    reports = [report for report, _ in reports]
     from ..privacy.accountant import PrivacySpent, epsilon_spent
 
     def spent(report, event):
@@ -388,12 +415,13 @@ def fit_flower(estimator, X, y, groups, parts, config, seeds, cells, simulation=
     }
 
 
-def _run_loopback(estimator, nodes, run_config, tmp, n_silos) -> None:
+def _run_loopback(estimator, nodes, run_config, tmp, n_silos, key: bytes) -> None:
     rounds = int(run_config["rounds"])
     progress = _Progress(tmp / "server.npz", rounds, bool(estimator.verbose))
     if estimator.verbose:
         print(expected_duration_line(rounds, n_silos), flush=True)
-    with LoopbackFederation(nodes, workdir=tmp / "federation") as fed:
+    node_env = {silo_files.KEY_ENV: key.hex()}  # the SuperNodes' only: silo_files says why
+    with LoopbackFederation(nodes, workdir=tmp / "federation", node_env=node_env) as fed:
         result = fed.run(run_config, timeout=600.0 + 60.0 * rounds, progress=progress)
         if result["status"] != "finished:completed":
             raise RuntimeError(

@@ -10,16 +10,14 @@ run: torch, dp-accounting and the rows are loaded once) or, with node config
 from __future__ import annotations
 
 import contextlib
-import json
 import math
-import os
-import pickle
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from ..nn import build_module
+from . import silo_files
 from .silo import Silo, SiloConfig
 
 __all__ = ["SiloHost", "load_theta", "module_for", "silo_config"]
@@ -85,7 +83,8 @@ class SiloHost:
     Parameters
     ----------
     node : dict
-        The SuperNode's node config (``data-path``, the silo's privacy settings).
+        The SuperNode's node config (``data-path``, the silo's privacy settings). A
+        sealed ``data-path`` is opened with the fit's key (:mod:`.silo_files`).
     run : dict
         The run config (the objective).
     state : bytes, optional
@@ -94,7 +93,7 @@ class SiloHost:
 
     def __init__(self, node: dict, run: dict, state: bytes | None = None):
         self.node, self.run = dict(node), dict(run)
-        data = np.load(self.node["data-path"])
+        data = silo_files.read_data(self.node["data-path"])
         self.silo = Silo(
             data["X"],
             data["y"],
@@ -149,8 +148,10 @@ class SiloHost:
     def write_report(self) -> None:
         """The silo's report at ``report-path`` (if set) and its ``DpEvent`` beside it.
 
-        ``epsilon`` is the accountant's value of the silo's event, computed once,
-        after its last budgeted round (``None`` before: its releases so far are a
+        Sealed under the fit's key when this process has one (:mod:`.silo_files`):
+        the event's sampling rate gives the silo's size. ``epsilon`` is the
+        accountant's value of the silo's event, computed once, after its last
+        budgeted round (``None`` before: its releases so far are a
         prefix of its budgeted event, so it has spent at most its target).
         """
         path = str(self.node.get("report-path", ""))
@@ -166,10 +167,4 @@ class SiloHost:
             "noise": silo.noise,
             "dp_event": repr(silo.dp_event),
         }
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(report, f, default=float)
-        os.replace(tmp, path)
-        with open(tmp, "wb") as f:
-            pickle.dump(silo.dp_event, f)
-        os.replace(tmp, path + ".event")
+        silo_files.write_report(path, report, silo.dp_event)

@@ -30,6 +30,7 @@ import importlib.util
 import logging
 import random
 
+from . import silo_files
 from .flower_install import require_flwr
 
 __all__ = ["SiloNodeConfigs", "require_simulation", "run_simulated"]
@@ -52,13 +53,17 @@ class SiloNodeConfigs:
     Replaces the node config the Simulation Engine gives (``partition-id``,
     ``num-partitions``) by that silo's node config (the ``partition-id`` kept), and the
     run config (which the engine fills from an installed app only) by the run's, before
-    the message reaches the handlers. An object (not a closure) so that it is pickled,
-    with the configs, to Ray's workers.
+    the message reaches the handlers, and opens the fit's ``key`` of the sealed silo
+    files (:func:`~.silo_files.key_scope`) around them. An object (not a closure) so
+    that it is pickled, with the configs and the key, to Ray's workers: a task argument
+    of a few kB, which Ray passes in memory (only objects of its object store, 100 kB
+    and more, can be spilled to disk).
     """
 
-    def __init__(self, node_configs: list[dict], run_config: dict):
+    def __init__(self, node_configs: list[dict], run_config: dict, key: bytes | None = None):
         self.node_configs = [dict(node) for node in node_configs]
         self.run_config = dict(run_config)
+        self.key = key
 
     def __call__(self, message, context, call_next):
         partition = int(context.node_config["partition-id"])
@@ -66,26 +71,30 @@ class SiloNodeConfigs:
         engine_run_config = context.run_config
         context.run_config = dict(self.run_config)
         try:
-            return call_next(message, context)
+            with silo_files.key_scope(self.key):
+                return call_next(message, context)
         finally:  # the engine refuses a context whose run config changed
             context.run_config = engine_run_config
 
 
-def _client_app(node_configs: list[dict], run_config: dict):
+def _client_app(node_configs: list[dict], run_config: dict, key: bytes | None = None):
     from flwr.clientapp import ClientApp
 
     from .flower_client import histogram, train
 
-    app = ClientApp(mods=[SiloNodeConfigs(node_configs, run_config)])
+    app = ClientApp(mods=[SiloNodeConfigs(node_configs, run_config, key)])
     app.query("histogram")(histogram)
     app.train()(train)
     return app
 
 
-def run_simulated(node_configs: list[dict], run_config: dict, app_dir: str) -> None:
+def run_simulated(
+    node_configs: list[dict], run_config: dict, app_dir: str, key: bytes | None = None
+) -> None:
     """Run the app once on the Simulation Engine; the ServerApp writes ``output-path``.
 
-    Each silo answers in its Ray worker (``silo-worker=false``: no process of its own).
+    Each silo answers in its Ray worker (``silo-worker=false``: no process of its own),
+    with ``key`` to its sealed files (:mod:`~.silo_files`).
 
     Raises
     ------
@@ -120,7 +129,7 @@ def run_simulated(node_configs: list[dict], run_config: dict, app_dir: str) -> N
         _run_simulation(
             num_supernodes=len(nodes),
             exit_event=EventType.PYTHON_API_RUN_SIMULATION_LEAVE,
-            client_app=_client_app(nodes, run_config),
+            client_app=_client_app(nodes, run_config, key),
             server_app=server_app,
             backend_name="ray",
             backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}},

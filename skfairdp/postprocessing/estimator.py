@@ -114,6 +114,15 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         most ``epsilon``.
     max_sample_weight : float, default=1.0
         Bound on ``sample_weight``: the histogram's sensitivity with weights.
+    sensitive_values : None, list, list of lists or dict, default=None
+        A *public* declaration of the groups (as :class:`~skfairdp.fairness.GroupEncoder`
+        reads it: one list of values, one list per attribute, or a dict by attribute
+        name). Declared, every declared group (every combination, with several
+        attributes) gets a row of the released histogram and a threshold, whether or not
+        it has rows at fit, so which groups occur is not read from the rows (a group
+        without rows is thresholded from noise alone, as OpenDP requires of explicit
+        keys). ``None`` (fairlearn's behaviour): the groups are those present at fit,
+        which the fit reads from the rows unnoised (doc/privacy.md).
     random_state : int, RandomState or None, default=None
         Seeds the noise, the clone's fit and ``predict``'s draws.
     secure_mode : bool, default=False
@@ -129,9 +138,10 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     group_encoder_ : GroupEncoder
         The attributes' values seen at fit (fixed at fit; others are an error at predict).
     group_labels_ : ndarray of dtype object, shape (n_groups,)
-        The groups present at fit, the rows of ``histogram_`` and ``thresholds_``:
-        with several attributes, only the combinations that occur (a combination
-        absent at fit is an error at predict, as a value never seen).
+        The rows of ``histogram_`` and ``thresholds_``: the declared groups with
+        ``sensitive_values``; otherwise the groups present at fit (with several
+        attributes only the combinations that occur; a combination absent at fit is
+        an error at predict, as a value never seen).
     histogram_ : ndarray of shape (n_groups, 2, n_bins)
         The released noisy counts (before clipping at 0).
     thresholds_ : ThresholdRule
@@ -179,6 +189,7 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         "score_range": [StrOptions({"auto"}), tuple, list],
         "n_bins": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "estimator_share": [Interval(Real, 0, 1, closed="neither")],
+        "sensitive_values": [None, list, tuple, dict],
         **{k: COMMON_CONSTRAINTS[k] for k in
            ("epsilon", "delta", "max_sample_weight", "random_state", "secure_mode")},
     }  # fmt: skip
@@ -201,6 +212,7 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         delta="auto",
         estimator_share=0.8,
         max_sample_weight=1.0,
+        sensitive_values=None,
         random_state=None,
         secure_mode=False,
     ):
@@ -390,17 +402,28 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def _fit_groups(self, sensitive_features, n: int) -> np.ndarray:
-        """Codes of the groups present at fit, in ``[0, n_groups)``; sets ``group_labels_``.
+        """Codes of the fitted groups, in ``[0, n_groups)``; sets ``group_labels_``.
 
-        With several attributes the encoder's grid of combinations is cut to those
-        that occur, as doc/postprocessing.md says (no ``sensitive_values`` here).
+        Declared ``sensitive_values``: every declared group, read from no row.
+        Otherwise the groups present at fit: with several attributes the encoder's
+        grid of combinations is cut to those that occur, as doc/postprocessing.md says.
         """
+        declared = self.sensitive_values is not None
         codes, self.group_encoder_ = encode_sensitive_features(
-            sensitive_features, n, allow_empty_groups=True
-        )
-        self._group_codes_ = np.flatnonzero(
-            np.bincount(codes, minlength=self.group_encoder_.n_groups_)
-        )
+            sensitive_features, n, sensitive_values=self.sensitive_values,
+            allow_empty_groups=True, allow_single_group=declared,
+        )  # fmt: skip
+        n_groups = self.group_encoder_.n_groups_
+        if declared:
+            if n_groups < 2:
+                raise ValueError(
+                    f"sensitive_values declares a single group ({self.sensitive_values!r}); "
+                    "thresholds per group need at least 2."
+                )
+            self._group_codes_ = np.arange(n_groups)
+            self.group_labels_ = self.group_encoder_.group_labels_
+            return codes.astype(np.int64)
+        self._group_codes_ = np.flatnonzero(np.bincount(codes, minlength=n_groups))
         if self._group_codes_.size < 2:
             only = self.group_encoder_.format_group(int(self._group_codes_[0]))
             raise ValueError(

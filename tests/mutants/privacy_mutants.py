@@ -6,7 +6,8 @@ noised for a smaller sensitivity than it has; 2 noise drawn and recorded but the
 statistic used downstream; 3 ``secure_mode=True`` falling back to a seeded generator; 4
 a bug class a peer DP library shipped, issue 35: Opacus #571/#819, diffprivlib #105,
 SmartNoise #622, OpenDP #2345/#2708, jax-privacy #84; 5 an interval that reports
-less uncertainty than the release has, issue 35) and ``focus`` (the test file
+less uncertainty than the release has, issue 35; 6 private rows left readable on disk,
+issue 35) and ``focus`` (the test file
 expected to catch it, run first). ``tools/mutation_score.py``
 applies each to a copy of the repository and runs the privacy tests. This is data, not a
 test module; add a mutant with every new release.
@@ -296,6 +297,55 @@ MUTANTS = [
         "confidence (no Bonferroni split)",
         "focus": "tests/test_interval_honesty.py",
     },
+    {
+        "name": "h35-gap-test-unweighted",
+        "klass": 5,
+        "file": "skfairdp/evaluation/frame.py",
+        "old": "float(self.max_sample_weight))  # fmt: skip",
+        "new": "1.0)  # fmt: skip",
+        "description": "PrivateMetricFrame's gap test reads a weighted cell's sampling variance "
+        "as its mean (weight 1), not max_sample_weight times it",
+        "focus": "tests/test_interval_honesty.py",
+    },
+    {
+        "name": "h35-gap-test-variance-unweighted",
+        "klass": 5,
+        "file": "skfairdp/evaluation/intervals.py",
+        "old": "variance = self.weight * np.maximum(noisy, 0.0) + self.sigma**2",
+        "new": "variance = np.maximum(noisy, 0.0) + self.sigma**2",
+        "description": "GapTest drops its weight from the cells' variance (any caller)",
+        "focus": "tests/test_interval_honesty.py",
+    },
+    {
+        "name": "h35-gap-upper-folded-only",
+        "klass": 5,
+        "file": "skfairdp/evaluation/intervals.py",
+        "old": "folded_high = np.maximum(folded_high, np.quantile(signed, 1 - alpha / 2, axis=0))",
+        "new": "folded_high = folded_high",
+        "description": "two groups, sign unclear: the upper bound is the folded interval's "
+        "around the signed gap's posterior mean, pulled towards 0 near a rate of 0",
+        "focus": "tests/test_interval_upper_end.py",
+    },
+    {
+        "name": "h35-gap-ties-same-group",
+        "klass": 5,
+        "file": "skfairdp/evaluation/intervals.py",
+        "old": "return high, np.argmin(others, axis=-1)",
+        "new": "return high, np.argmin(_ignore_nan(points, np.inf), axis=-1)",
+        "description": "tied points pick one group as both the largest and the smallest: "
+        "a difference interval of width 0",
+        "focus": "tests/test_interval_upper_end.py",
+    },
+    {
+        "name": "h35-gap-upper-no-test",
+        "klass": 5,
+        "file": "skfairdp/evaluation/intervals.py",
+        "old": "take = (sampling > noise) & np.isfinite(tested_high) & ~single",
+        "new": "take = (sampling < 0) & np.isfinite(tested_high) & ~single",
+        "description": "two groups, sampling dominating: the upper bound is the posterior's "
+        "alone, pushed down by a group of no positives",
+        "focus": "tests/test_interval_upper_end.py",
+    },
     # -- issue 35: floating-point-safe noise under secure_mode -------------------------
     {
         "name": "discrete-grid-no-rounding-slack",
@@ -415,5 +465,42 @@ MUTANTS = [
         "description": "secure grid Gaussian: the table sampler drawn at half the calibrated "
         "variance",
         "focus": "tests/test_discrete_noise.py",
+    },
+    # -- class 6: private rows left readable on disk ----------------------------------
+    {
+        "name": "h35-silo-plain-records",
+        "klass": 6,
+        "file": "skfairdp/data/sealed.py",
+        "old": "handle.write(aead.encrypt(nonce, piece, associated))",
+        "new": "handle.write(bytes(piece) + aead.encrypt(nonce, b'', associated))",
+        "description": "sealed files (a Flower fit's silo rows and reports) hold the plaintext",
+        "focus": "tests/test_silo_files.py",
+    },
+    {
+        "name": "h35-silo-npz-in-the-clear",
+        "klass": 6,
+        "file": "skfairdp/federated/silo_files.py",
+        "old": "    sealed.write(path, buffer.getbuffer(), secret)",
+        "new": "    open(path, 'wb').write(buffer.getbuffer())",
+        "description": "a Flower fit writes each silo's rows as a plain .npz (before issue 35)",
+        "focus": "tests/test_silo_files.py",
+    },
+    {
+        "name": "h35-silo-reports-in-the-clear",
+        "klass": 6,
+        "file": "skfairdp/federated/silo_files.py",
+        "old": "        if secret is not None:\n            sealed.write(target, data, secret)",
+        "new": "        if False:\n            sealed.write(target, data, secret)",
+        "description": "a silo's report (its event gives the silo's size) written in the clear",
+        "focus": "tests/test_silo_files.py",
+    },
+    {
+        "name": "h35-silo-fit-dir-not-swept",
+        "klass": 6,
+        "file": "skfairdp/federated/flower_runner.py",
+        "old": 'tmp = scratch.owned_directory(None, "flower-fit")',
+        "new": 'tmp = Path(tempfile.mkdtemp(prefix="skfairdp-flower-fit-"))',
+        "description": "a Flower fit's directory unknown to the stale sweep (SIGKILL leaves it)",
+        "focus": "tests/test_silo_files.py",
     },
 ]
