@@ -41,6 +41,7 @@ TEST_FILES = [
     "tests/test_interval_at_zero.py",
     "tests/test_interval_upper_end.py",
     "tests/test_discrete_noise.py",
+    "tests/test_cdt_noise.py",
 ]
 EXTRA_PATTERNS = ["tests/test_*conformance*.py", "tests/test_*neighbo*.py"]
 REPORT = ROOT / "experiments" / "results" / "mutation_score.md"

@@ -17,6 +17,10 @@ arithmetic (no floating-point operation touches a probability) from ``os.urandom
   use it (see :func:`skfairdp.privacy.grid.laplace_release` for why not the discrete
   Laplace itself).
 
+The releases of :mod:`skfairdp.privacy.grid` draw the same two distributions faster by
+table inversion (:mod:`skfairdp.privacy.cdt`, within total variation ``2**-278``); the
+exact samplers here are its tests' reference and the benchmark's third column.
+
 Every draw is vectorised over the sample: each rejection loop runs over the samples
 still pending, all of which are at the same step, so a loop costs a few numpy calls
 whatever the sample size; a ``Bernoulli(n/m)`` is one ``uniform below m`` (32- or

@@ -1,4 +1,4 @@
-"""Closed-form releases as exact integer noise on an integer statistic (``secure_mode=True``).
+"""Closed-form releases as integer noise on an integer statistic (``secure_mode=True``).
 
 A real-valued statistic ``x`` (a sum of clipped values, a weighted count, a
 histogram) is released on a grid of step ``g``, a power of two chosen from public
@@ -8,9 +8,12 @@ quantities only (the noise scale and the number of cells ``d``, never the data):
 
 with integer noise ``Z``. Nothing in the release depends on the low bits of a
 floating-point noise draw: ``s`` is an exact integer computed from ``x`` alone,
-``Z`` is exact integer noise from the OS CSPRNG (:mod:`skfairdp.privacy.discrete`),
-and ``g * (s + Z)`` is a deterministic function of the private integer ``s + Z``
-(post-processing; its cast to the input's dtype too).
+``Z`` is integer noise from the OS CSPRNG drawn by inverting fixed-point CDF tables
+(:mod:`skfairdp.privacy.cdt`: within total variation ``2**-278`` per cell of the
+distributions below, see doc/privacy.md for how that is accounted; the exact rejection
+samplers of :mod:`skfairdp.privacy.discrete` are the tests' reference), and ``g * (s +
+Z)`` is a deterministic function of the private integer ``s + Z`` (post-processing;
+its cast to the input's dtype too).
 
 Sensitivity in grid units. If one privacy unit moves ``x`` by ``Delta`` (L2 for the
 Gaussian, L1 for the Laplace release), it moves ``x / g`` by ``Delta / g``; rounding
@@ -54,7 +57,7 @@ the discrete Gaussian ``N_Z(0, sigma^2)`` with ``sigma^2 >= (z Delta_g)^2 + rho^
 
 Laplace (:func:`laplace_release`), accounted as ``LaplaceDpEvent(b)``. The noise is
 ``floor(L)`` for ``L ~ Laplace(0, t)`` with the integer ``t = ceil(b Delta_g) >= b
-Delta_g`` (:func:`~skfairdp.privacy.discrete.two_sided_geometric`), and the release
+Delta_g`` (:func:`~skfairdp.privacy.cdt.two_sided_geometric_cdt`), and the release
 adds ``g / 2`` (mean zero). ``s + floor(L) = floor(s + L)`` for an integer ``s``: the
 release is exactly a post-processing of the continuous Laplace mechanism of scale
 ``t`` on ``s`` (L1 sensitivity ``Delta_g``), which ``LaplaceDpEvent(b)`` dominates in
@@ -72,7 +75,8 @@ from fractions import Fraction
 import numpy as np
 import torch
 
-from .discrete import discrete_gaussian, round_up_sigma2, two_sided_geometric
+from .cdt import discrete_gaussian_cdt, two_sided_geometric_cdt
+from .discrete import round_up_sigma2
 
 __all__ = ["gaussian_release", "grid_step", "laplace_release", "snap"]
 
@@ -106,16 +110,26 @@ def grid_step(scale: float, slack: int) -> float:
     return math.ldexp(1.0, exponent - 1)
 
 
+def _values(total: torch.Tensor) -> np.ndarray:
+    return total.detach().to("cpu", torch.float64).numpy().reshape(-1)
+
+
 def snap(total: torch.Tensor, g: float) -> np.ndarray:
-    """``rint(total / g)`` as int64 (clipped to ``+-2**62``; non-finite entries to 0)."""
-    x = total.detach().to("cpu", torch.float64).numpy().reshape(-1) / g  # exact (g = 2**e)
-    s = np.rint(np.clip(np.nan_to_num(x, nan=0.0, posinf=_CLIP, neginf=-_CLIP), -_CLIP, _CLIP))
-    return s.astype(np.int64)
+    """``rint(total / g)`` as int64, clipped to ``+-2**62`` (inf to ``+-2**62``, nan to ``-2**62``;
+    the releases keep non-finite entries as they were)."""
+    return _snap(_values(total), g)
 
 
-def _finish(total: torch.Tensor, grid_values: np.ndarray, offset: float = 0.0) -> torch.Tensor:
-    x = total.detach().to("cpu", torch.float64).numpy().reshape(-1)
-    out = np.where(np.isfinite(x), grid_values + offset, x)  # nan/inf stay (no guarantee there)
+def _snap(x: np.ndarray, g: float) -> np.ndarray:
+    s = x / g  # exact (g = 2**e); a new array, changed in place below
+    np.fmax(s, -_CLIP, out=s)  # fmax/fmin take the number where one side is nan
+    np.fmin(s, _CLIP, out=s)
+    return np.rint(s, out=s).astype(np.int64)
+
+
+def _finish(total: torch.Tensor, x: np.ndarray, grid_values: np.ndarray) -> torch.Tensor:
+    """``grid_values`` where ``x`` (``total``'s values) is finite; nan/inf stay (no guarantee)."""
+    out = np.where(np.isfinite(x), grid_values, x)
     return torch.as_tensor(out.reshape(tuple(total.shape)), dtype=total.dtype, device=total.device)
 
 
@@ -170,10 +184,11 @@ def gaussian_release(
     """
     d = int(total.numel())
     g, _, sigma2 = gaussian_grid(sensitivity, noise_multiplier, d)
-    s = snap(total, g)
+    x = _values(total)
+    s = _snap(x, g)
     if add_noise:
-        s = s + discrete_gaussian(sigma2, d)
-    return _finish(total, s.astype(np.float64) * g)
+        s += discrete_gaussian_cdt(sigma2.sigma2, d)
+    return _finish(total, x, s * g)
 
 
 def laplace_release(
@@ -200,8 +215,9 @@ def laplace_release(
     """
     d = int(total.numel())
     g, _, t = laplace_grid(sensitivity, laplace_scale, d)
-    s = snap(total, g)
+    x = _values(total)
+    s = _snap(x, g)
     if not add_noise:
-        return _finish(total, s.astype(np.float64) * g)
-    s = s + two_sided_geometric(t, d)
-    return _finish(total, s.astype(np.float64) * g, offset=g / 2)
+        return _finish(total, x, s * g)
+    s += two_sided_geometric_cdt(t, d)
+    return _finish(total, x, s * g + g / 2)

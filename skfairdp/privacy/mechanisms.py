@@ -20,7 +20,7 @@ In a data-parallel fit (:mod:`skfairdp.privacy.collective`) each mechanism sums 
 ranks' exact local values with one all-reduce, the noise drawn once, on rank 0.
 
 Under ``secure_mode=True`` the closed-form releases (:func:`noisy_count`,
-:func:`noisy_histogram`, and :func:`gaussian_sum` with ``discrete=True``) add exact
+:func:`noisy_histogram`, and :func:`gaussian_sum` with ``discrete=True``) add
 integer noise to the statistic snapped onto a power-of-two grid
 (:mod:`skfairdp.privacy.grid`), and record the same event as the continuous release
 (the argument is in that module). DP-SGD's per-step gradient noise keeps the
@@ -233,7 +233,7 @@ def gaussian_sum(
         Records the executed event.
     discrete : bool, default=False
         Under ``random.secure_mode``, release ``total`` snapped to a power-of-two grid
-        plus exact discrete Gaussian noise (:func:`skfairdp.privacy.grid.gaussian_release`;
+        plus discrete Gaussian noise (:func:`skfairdp.privacy.grid.gaussian_release`;
         same event) instead of floating-point Gaussian noise. For closed-form
         releases; ignored in seeded mode and for ``noise_multiplier=0``.
 
@@ -305,7 +305,7 @@ def laplace_noise(
     """i.i.d. Laplace(0, scale) noise from the source's uniforms (CSPRNG in secure mode).
 
     Floating-point noise: :func:`noisy_histogram` does not use it under
-    ``secure_mode`` (it releases on a grid with exact integer noise instead).
+    ``secure_mode`` (it releases on a grid with integer noise instead).
 
     Parameters
     ----------

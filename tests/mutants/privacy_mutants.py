@@ -409,11 +409,61 @@ MUTANTS = [
         "name": "discrete-grid-not-snapped",
         "klass": 3,
         "file": "skfairdp/privacy/grid.py",
-        "old": "    return _finish(total, s.astype(np.float64) * g)\n\n\ndef laplace_release",
-        "new": "    x = total.detach().double().numpy().reshape(-1)\n"
-        "    return _finish(total, x + (s - snap(total, g)) * g)\n\n\ndef laplace_release",
+        "old": "    return _finish(total, x, s * g)\n\n\ndef laplace_release",
+        "new": "    return _finish(total, x, x + (s - _snap(x, g)) * g)\n\n\ndef laplace_release",
         "description": "secure grid Gaussian: integer noise added to the unrounded statistic "
         "(its low bits reach the release)",
+        "focus": "tests/test_discrete_noise.py",
+    },
+    # -- issue 35: the table-inversion samplers of secure mode (skfairdp/privacy/cdt.py) ------
+    {
+        "name": "h35-noise-cdt-table-truncated",
+        "klass": 1,
+        "file": "skfairdp/privacy/cdt.py",
+        "old": "TAIL_BITS = 300",
+        "new": "TAIL_BITS = 30",
+        "description": "secure noise tables cut where 2**-30 of the mass is left (a tail the "
+        "accounting assumes is never cut)",
+        "focus": "tests/test_cdt_noise.py",
+    },
+    {
+        "name": "h35-noise-cdt-gaussian-residual-variance",
+        "klass": 1,
+        "file": "skfairdp/privacy/cdt.py",
+        "old": "        q2 = (sigma2 - r2) / radix**2",
+        "new": "        q2 = (sigma2 - 2 * r2) / radix**2",
+        "description": "secure discrete Gaussian: the recursive plan's inner variance too small "
+        "(the sum has less variance than the release is accounted for)",
+        "focus": "tests/test_cdt_noise.py",
+    },
+    {
+        "name": "h35-noise-cdt-geometric-digit-scale",
+        "klass": 1,
+        "file": "skfairdp/privacy/cdt.py",
+        "old": "tables.append(_geometric_table(Fraction(radix**i, t), radix))",
+        "new": "tables.append(_geometric_table(Fraction(2 * radix**i, t), radix))",
+        "description": "secure floor-of-Laplace: the lower digits decay at scale t/2 (less noise "
+        "than LaplaceDpEvent(b) accounts for)",
+        "focus": "tests/test_cdt_noise.py",
+    },
+    {
+        "name": "h35-noise-cdt-ties-not-resolved",
+        "klass": 1,
+        "file": "skfairdp/privacy/cdt.py",
+        "old": "        for i in np.flatnonzero(self._previous48[c] == key):",
+        "new": "        for i in np.flatnonzero(self._previous48[c] == key)[:0]:",
+        "description": "table inversion: a draw whose 48 bits tie with a CDF entry is not "
+        "decided by its further bits (the sampled law is no longer the table's)",
+        "focus": "tests/test_cdt_noise.py",
+    },
+    {
+        "name": "h35-noise-cdt-release-half-variance",
+        "klass": 1,
+        "file": "skfairdp/privacy/grid.py",
+        "old": "s += discrete_gaussian_cdt(sigma2.sigma2, d)",
+        "new": "s += discrete_gaussian_cdt(sigma2.sigma2 / 2, d)",
+        "description": "secure grid Gaussian: the table sampler drawn at half the calibrated "
+        "variance",
         "focus": "tests/test_discrete_noise.py",
     },
     # -- class 6: private rows left readable on disk ----------------------------------
