@@ -164,7 +164,11 @@ def report(args) -> None:
         "the test violation; `hindsight_error`: the most accurate single zoo candidate at full",
         "epsilon = 1 whose mean test violation meets the bound.",
         "",
-        f"- searches: {len(df)}; cells: {len(cells)}",
+        f"- searches: {len(df)}; cells: {len(cells)}; seeds: "
+        f"{', '.join(f'{k}: {v}' for k, v in df.groupby('seed').size().items())} searches",
+        f"- qualified: {int(df.qualified.sum())} of {len(df)}; the majority class returned in "
+        f'{int((df.family == "majority").sum())} (doc/model_selection.md, "Where it cannot '
+        'qualify": at epsilon = 100 nothing qualifies on the small tables either)',
         f"- meets the bound on test: {df.eval('test_violation <= bound').mean():.2f} of searches",
         f"- certificate covers the test violation: {df.covered.mean():.2f} of searches",
         f"- worst excess over hindsight: {cells.excess_over_hindsight.max():.3f}",
