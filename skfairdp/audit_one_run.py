@@ -46,11 +46,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+import dp_accounting
 import numpy as np
 import torch
-from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
-from scipy.stats import binom, norm
+from scipy.stats import binom
 
 from .audit import canary_score
 
@@ -164,8 +164,9 @@ def gaussian_mu(epsilon: float, delta: float) -> float:
     """The ``mu`` of the Gaussian mechanism that is exactly ``(epsilon, delta)``-DP.
 
     The largest ``mu`` with ``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) <= delta``
-    (Balle & Wang 2018's analytic Gaussian mechanism; ``mu`` = sensitivity over the
-    noise std): the ``mu``-GDP curve through the claimed ``(epsilon, delta)``.
+    (Balle & Wang 2018's analytic Gaussian mechanism, dp-accounting's
+    ``get_sigma_gaussian``; ``mu`` = sensitivity over the noise std): the ``mu``-GDP
+    curve through the claimed ``(epsilon, delta)``.
 
     Parameters
     ----------
@@ -182,19 +183,7 @@ def gaussian_mu(epsilon: float, delta: float) -> float:
         raise ValueError(f"epsilon must be >= 0, got {epsilon!r}")
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1) for a Gaussian claim, got {delta!r}")
-
-    def excess(log_mu: float) -> float:
-        mu = math.exp(log_mu)
-        return (
-            norm.cdf(-epsilon / mu + mu / 2)
-            - math.exp(epsilon) * norm.cdf(-epsilon / mu - mu / 2)
-            - delta
-        )
-
-    low, high = -30.0, 0.0
-    while excess(high) < 0:
-        low, high = high, high + 1.0
-    return math.exp(brentq(excess, low, high, xtol=1e-12))
+    return 1.0 / dp_accounting.get_sigma_gaussian(float(epsilon), float(delta))
 
 
 def one_run_gdp_rejects(m: int, r: int, v: int, mu: float, level: float) -> bool:

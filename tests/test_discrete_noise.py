@@ -69,23 +69,6 @@ def test_discrete_gaussian_matches_its_pmf(sigma2):
     assert _chi_square_pvalue(samples, support, _dg_pmf(sigma2, support)) > LEVEL
 
 
-@pytest.mark.parametrize("sigma2", [0.3, 7.5, 12345.678])
-def test_a_few_samples_at_a_time_match_the_pmf(sigma2):
-    """At most SCALAR_SIZE samples take the integer path: the same distribution."""
-    samples = np.concatenate([discrete_gaussian(sigma2, 4) for _ in range(3000)])
-    r = math.ceil(30 * math.sqrt(sigma2)) + 5
-    support = np.arange(-r, r + 1)
-    assert _chi_square_pvalue(samples, support, _dg_pmf(sigma2, support)) > LEVEL
-
-
-def test_a_few_floor_laplace_samples_at_a_time_match_the_pmf():
-    t = 3
-    samples = np.concatenate([two_sided_geometric(t, 2) for _ in range(6000)])
-    support = np.arange(-200, 200)
-    pmf = stats.laplace.cdf(support + 1, scale=t) - stats.laplace.cdf(support, scale=t)
-    assert _chi_square_pvalue(samples, support, pmf) > LEVEL
-
-
 def test_reference_sampler_matches_the_pmf():
     """The one-sample-at-a-time transcription (the fallback) is the same distribution."""
     sigma2 = 2.0

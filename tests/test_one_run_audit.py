@@ -101,9 +101,12 @@ def test_no_information_is_zero():
 @pytest.mark.parametrize(("epsilon", "delta"), [(0.5, 1e-5), (2.0, 1e-10), (8.0, 1e-5)])
 def test_gaussian_mu_is_the_analytic_gaussian_mechanism(epsilon, delta):
     import dp_accounting
+    from scipy.stats import norm
 
     mu = gaussian_mu(epsilon, delta)
-    assert mu == pytest.approx(1 / dp_accounting.get_sigma_gaussian(epsilon, delta), rel=1e-6)
+    # Balle & Wang's equation, written out: the mechanism's delta at epsilon is delta
+    at = norm.cdf(-epsilon / mu + mu / 2) - math.exp(epsilon) * norm.cdf(-epsilon / mu - mu / 2)
+    assert at == pytest.approx(delta, rel=1e-3)
     # and the mechanism with that mu is exactly (epsilon, delta)-DP
     assert dp_accounting.get_epsilon_gaussian(1 / mu, delta) == pytest.approx(epsilon, rel=1e-4)
 

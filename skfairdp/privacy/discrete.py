@@ -29,9 +29,7 @@ exact rational ``sigma2``; :func:`round_up_sigma2` rounds a float's square *up* 
 form the fast path needs (more noise than asked, never less). Parameters beyond the
 fast path's 64-bit range fall back to :func:`discrete_gaussian_reference`, a
 one-sample-at-a-time transcription of the paper's algorithm on Python integers
-(also the tests' independent second implementation). At most :data:`SCALAR_SIZE`
-samples (a lone count, a short histogram) take the same steps one sample at a time on
-Python integers, where numpy's per-call cost would dominate.
+(also the tests' independent second implementation).
 """
 
 from __future__ import annotations
@@ -231,9 +229,6 @@ def two_sided_geometric(t: int, size: int) -> np.ndarray:
     t, size = int(t), int(size)
     if t < 1:
         raise ValueError(f"t must be a positive integer, got {t}")
-    if size <= SCALAR_SIZE:
-        draws = [_geometric_int(t) for _ in range(size)]
-        return np.array([-1 - g if _randbelow(2) else g for g in draws], dtype=np.int64)
     g = _geometric(t, size)
     return np.where(_signs(size), -1 - g, g)
 
@@ -325,8 +320,6 @@ def discrete_gaussian(sigma2, size: int) -> np.ndarray:
     size = int(size)
     if not v.fast:
         return np.array([discrete_gaussian_reference(v.sigma2) for _ in range(size)], np.int64)
-    if size <= SCALAR_SIZE:
-        return np.array([_discrete_gaussian_int(v) for _ in range(size)], dtype=np.int64)
     t, a, k, den = v.t, v.a, v.k, np.uint64(v.den)
     g_max = (_SQUARE_LIMIT + a) >> k
     found: list[np.ndarray] = []
@@ -352,68 +345,6 @@ def discrete_gaussian(sigma2, size: int) -> np.ndarray:
         have += y.size
         rate = max(accept.mean(), 0.05)
     return np.concatenate(found) if len(found) > 1 else found[0]
-
-
-# -- a few samples: the same algorithms one sample at a time on Python integers -------
-# (a lone count or a short histogram: a numpy call costs more than the arithmetic there)
-
-#: At most this many samples take the integer path.
-SCALAR_SIZE = 8
-
-
-def _randbelow(m: int) -> int:
-    """A uniform draw from ``{0, ..., m - 1}`` (``m >= 1``): ``os.urandom`` bits, rejected
-    above ``m`` (every secure draw comes from ``os.urandom``, as in the vectorised path)."""
-    bits = (m - 1).bit_length()
-    if bits == 0:
-        return 0
-    size, mask = (bits + 7) // 8, (1 << bits) - 1
-    while True:
-        r = int.from_bytes(os.urandom(size), "little") & mask
-        if r < m:
-            return r
-
-
-def _bernoulli_exp_fraction_int(r: int, d: int) -> bool:
-    """``Bernoulli(exp(-r / d))`` for integers ``0 <= r <= d`` (CKS Algorithm 1)."""
-    k = 1
-    while _randbelow(d * k) < r:
-        k += 1
-    return k % 2 == 1
-
-
-def _bernoulli_exp_minus_one_int() -> bool:
-    k = 1
-    while _randbelow(k) == 0:
-        k += 1
-    return k % 2 == 1
-
-
-def _geometric_int(t: int) -> int:
-    """One draw of :func:`_geometric`'s ``G`` (``P[G = g] ∝ exp(-g / t)``)."""
-    while True:
-        u = _randbelow(t)
-        if _bernoulli_exp_fraction_int(u, t):
-            break
-    v = 0
-    while _bernoulli_exp_minus_one_int():
-        v += 1
-    return u + t * v
-
-
-def _discrete_gaussian_int(v: DyadicVariance) -> int:
-    """One draw of ``N_Z(0, v.sigma2)``: :func:`discrete_gaussian`'s steps on integers."""
-    t, a, k, den = v.t, v.a, v.k, v.den
-    while True:
-        g = _geometric_int(t)
-        negative = _randbelow(2) == 1
-        if negative and g == 0:
-            continue
-        m, r = divmod((g * (1 << k) - a) ** 2, den)
-        if _bernoulli_exp_fraction_int(r, den) and all(
-            _bernoulli_exp_minus_one_int() for _ in range(m)
-        ):
-            return -g if negative else g
 
 
 # -- the paper's algorithms one sample at a time, on Python integers ----------------------
