@@ -12,7 +12,8 @@ computed on the same Poisson batch.
   sampling separately, then composed. ``calibration="paper"`` plans with it and
   ``paper_epsilon_`` reports the run by it; it is not a guarantee.
 - ``solution="best"`` adds one Gaussian release after training
-  (:mod:`skfairdp.raco.solutions`).
+  (:mod:`skfairdp.raco.solutions`), and ``enforce_tolerance=True`` another
+  (:mod:`skfairdp.raco.enforcement`).
 
 :class:`RacoAccounting` fills the fit template's budget hooks with them.
 """
@@ -28,6 +29,7 @@ from .._fit.budget import calibrated_plan, reserved_zcdp_noise_multiplier
 from .._fit.context import FitContext, NoisePlan
 from ..privacy import epsilon_spent, joint_noise_multiplier, sampled_gaussian_steps_event
 from ..privacy.joint import joint_sampled_event
+from .enforcement import enforce_noise_multiplier
 from .solutions import SELECTION_SHARE
 
 __all__ = ["HISTOGRAM_NOISE_RATIO", "RacoAccounting"]
@@ -137,12 +139,22 @@ class RacoAccounting:
         return calibrated_plan(self, ctx)
 
     def _post_training_event(self, ctx: FitContext) -> dp_accounting.DpEvent:
-        """The planned event of ``solution="best"``'s evaluation (no-op otherwise)."""
-        if not (ctx.private and self.solution == "best"):
+        """The planned releases after training: ``solution="best"``'s evaluation and the
+        ``enforce_tolerance`` check (no-op when neither runs or the fit is not private)."""
+        events = []
+        if ctx.private and self.solution == "best":
+            events.append(
+                dp_accounting.GaussianDpEvent(
+                    reserved_zcdp_noise_multiplier(SELECTION_SHARE, self.epsilon, ctx.delta)
+                )
+            )
+        if ctx.private and self.enforce_tolerance:
+            events.append(
+                dp_accounting.GaussianDpEvent(enforce_noise_multiplier(self.epsilon, ctx.delta))
+            )
+        if not events:
             return dp_accounting.NoOpDpEvent()
-        return dp_accounting.GaussianDpEvent(
-            reserved_zcdp_noise_multiplier(SELECTION_SHARE, self.epsilon, ctx.delta)
-        )
+        return events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events)
 
     def _accountant_options(self) -> dict:
         return {"accountant": self.accountant}

@@ -15,6 +15,8 @@ projected ascent step on the released constraint values
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 from sklearn.utils._param_validation import HasMethods, StrOptions
@@ -31,9 +33,13 @@ from ..fairness.rates import (
 from ..fairness.routing import routing_hint
 from .accounting import RacoAccounting
 from .problem import RacoProblem, pairwise_dual_walk
+from .enforcement import check_tolerance, enforce_noise_multiplier, row_uniforms
 from .solutions import SOLUTIONS, TAIL_FRACTION, iterate_track, mixture_proba, store_solution
 
 __all__ = ["RaCODPClassifier"]
+
+# enforce_tolerance warns when it gives the constant class to at least this share of rows
+MIXING_WARNING = 0.1
 
 
 class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
@@ -77,6 +83,20 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         itself (the behaviour before issue 24). Demographic parity on Adult (groups
         of 11,000 and 23,000 training rows): 0.006; on 1,500 minority rows: 0.013.
         See :doc:`/raco`.
+    enforce_tolerance : bool, default=True
+        After training, check the returned model's constraints on the training rows
+        with one noisy release (``ENFORCE_SHARE`` = 10 % of the budget's zCDP rho,
+        accounted; exact and free when ``epsilon=inf``) and, where an upper
+        confidence bound (``ENFORCE_Z`` = 2 sds above the noisy value) exceeds a
+        bound, mix the model with a constant predictor: ``predict`` returns the
+        constant class on the smallest share ``p`` of the rows (chosen by a salted
+        hash of each row's features, so deterministic) that brings every bound
+        within its tolerance, with the class whose mixture errs least. The tolerance
+        then holds on the training rows whatever the run did: on a table whose
+        smallest group has a few dozen rows at ``epsilon = 1`` the run alone cannot
+        meet it, and the model moves toward the constant, with a warning (issue 34).
+        ``False``: the model of the run, as before. See
+        :mod:`skfairdp.raco.enforcement`.
     epsilon : float, default=1.0
         Target epsilon; ``np.inf`` trains without noise or clipping (shuffled
         batches, exact histogram: plain SGDA) and reports ``(inf, 0.0)``.
@@ -200,6 +220,15 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         The batch size and number of epochs the fit used (``"auto"`` resolved).
     max_grad_norm_ : float
         The clipping norm the fit used (``"auto"`` resolved).
+    tolerance_check_ : ToleranceCheck or None
+        ``enforce_tolerance=True``: the check's noisy constraint values, their upper
+        bounds, the model's noisy training error, and the mix chosen
+        (:class:`skfairdp.raco.enforcement.ToleranceCheck`); ``None`` otherwise.
+    tolerance_mixing_ : float
+        ``p``, the share of rows ``predict`` gives the constant class (0: the model
+        alone).
+    mixing_class_ : object or None
+        The constant's class (a label from ``classes_``), ``None`` when nothing is mixed.
     dual_steps_ : ndarray of shape (n_constraints,) or None
         The last per-constraint dual step sizes of ``lr_dual="auto"``.
     solution_ : str
@@ -241,6 +270,7 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
             "constraints": [StrOptions(set(CONSTRAINT_NAMES)), list, tuple, HasMethods(["expand"])],
             "tolerance": [NON_NEGATIVE],
             "tolerance_margin": [StrOptions({"auto"}), NON_NEGATIVE],
+            "enforce_tolerance": ["boolean"],
             "temperature": [POSITIVE],
             "dual_rates": [StrOptions({"hard", "soft"})],
             "solution": [StrOptions(set(SOLUTIONS))],
@@ -264,7 +294,7 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
 
     def __init__(
         self, constraints="demographic_parity", tolerance=0.05, *, tolerance_margin="auto",
-        epsilon=1.0, delta="auto",
+        enforce_tolerance=True, epsilon=1.0, delta="auto",
         max_grad_norm="auto", max_sample_weight=1.0, noise_multiplier=None, temperature=1.0,
         dual_rates="hard", solution="average", histogram_noise="gaussian",
         histogram_noise_multiplier="auto", lr_dual="auto", dual_bound=None,
@@ -362,10 +392,54 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
             None if problem.last_dual_steps is None else problem.last_dual_steps.cpu().numpy()
         )
         store_solution(self, problem.iterates, ctx)  # "best" evaluates on the training set
+        self._enforce_tolerance(ctx)
+
+    def _enforce_tolerance(self, ctx) -> None:
+        """``enforce_tolerance``: one check on the training rows, the mix it asks for."""
+        self.tolerance_check_ = None
+        self.tolerance_mixing_ = 0.0
+        self.mixing_class_ = None
+        self.mixing_salt_ = None
+        if not self.enforce_tolerance:
+            return
+        multiplier = enforce_noise_multiplier(self.epsilon, ctx.delta) if ctx.private else 0.0
+        check = check_tolerance(
+            self.module_, self.iterates_, self.iterate_weights_, ctx, self.rate_program_,
+            multiplier,
+        )  # fmt: skip
+        self.tolerance_check_ = check
+        if check.constant_class is None:
+            warnings.warn(
+                "enforce_tolerance: no constant predictor meets every constraint, so none "
+                "can be mixed in; the model is the run's (tolerance_check_ has its noisy "
+                "constraint values)",
+                UserWarning,
+                stacklevel=5,
+            )
+            return
+        if check.mixing <= 0.0:
+            return
+        self.tolerance_mixing_ = float(check.mixing)
+        self.mixing_class_ = self.classes_[check.constant_class]
+        self.mixing_salt_ = int(ctx.random.torch_seed())
+        if check.mixing >= MIXING_WARNING:
+            warnings.warn(
+                f"enforce_tolerance: the training rows could not confirm the constraints "
+                f"within tolerance={self.tolerance!r} at epsilon={self.epsilon!r} (largest "
+                f"upper bound {float(np.max(check.upper - check.bounds)):+.3f} over its bound), "
+                f"so predict gives the constant class {self.mixing_class_!r} to "
+                f"{check.mixing:.0%} of the rows. Small groups at a small epsilon: a larger "
+                f"epsilon or tolerance keeps more of the model.",
+                UserWarning,
+                stacklevel=5,
+            )
 
     # -- the solution's predictions ---------------------------------------------
     def _is_mixture(self) -> bool:
         return getattr(self, "iterates_", None) is not None
+
+    def _mixes_constant(self) -> bool:
+        return getattr(self, "tolerance_mixing_", 0.0) > 0.0
 
     def _mixture_proba(self, X) -> np.ndarray:
         check_is_fitted(self, "module_")
@@ -374,22 +448,32 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
             self.module_, self.iterates_, self.iterate_weights_, X, len(self.classes_)
         )
 
+    def _with_constant(self, proba: np.ndarray) -> np.ndarray:
+        """``(1 - p) proba + p onehot(c)``: the constant mixed in by ``enforce_tolerance``."""
+        if not self._mixes_constant():
+            return proba
+        onehot = (self.classes_ == self.mixing_class_).astype(float)
+        return (1.0 - self.tolerance_mixing_) * proba + self.tolerance_mixing_ * onehot
+
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities; no sensitive features needed.
 
         ``solution="mixture"``: the probability that the randomised classifier
         predicts each class, ``sum_t w_t 1[argmax h_t(x) = k]`` (as fairlearn's
         ``ExponentiatedGradient``); otherwise the softmax of the model's logits.
+        When ``enforce_tolerance`` mixed in a constant (``tolerance_mixing_ = p >
+        0``): ``(1 - p)`` times that plus ``p`` on ``mixing_class_``.
         """
         if self._is_mixture():
-            return self._mixture_proba(X)
-        return super().predict_proba(X)
+            return self._with_constant(self._mixture_proba(X))
+        return self._with_constant(super().predict_proba(X))
 
     def decision_function(self, X) -> np.ndarray:
-        """Logit scores; for a mixture, ``predict_proba`` centred (binary: ``p_1 - p_0``)."""
-        if not self._is_mixture():
+        """Logit scores; for a mixture (of iterates, or with a constant), ``predict_proba``
+        centred (binary: ``p_1 - p_0``)."""
+        if not (self._is_mixture() or self._mixes_constant()):
             return super().decision_function(X)
-        proba = self._mixture_proba(X)
+        proba = self.predict_proba(X)
         return proba[:, 1] - proba[:, 0] if proba.shape[1] == 2 else proba
 
     def predict(self, X, *, random_state=None) -> np.ndarray:
@@ -400,12 +484,19 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         ``random_state=None`` uses the estimator's ``random_state``, so a seeded
         fit predicts reproducibly, as fairlearn's ``ExponentiatedGradient`` (in
         ``secure_mode``, the OS CSPRNG).
-        Otherwise the most probable class.
+        Otherwise the most probable class, except, when ``enforce_tolerance``
+        mixed in a constant, on the rows whose salted feature hash falls below
+        ``tolerance_mixing_``: those get ``mixing_class_`` (deterministic; a
+        row's prediction does not depend on the other rows).
         """
-        if not self._is_mixture():
-            return super().predict(X)
-        proba = self._mixture_proba(X)
-        return draw_classes(proba, self.classes_, prediction_random(self, random_state))
+        if self._is_mixture():
+            proba = self._with_constant(self._mixture_proba(X))
+            return draw_classes(proba, self.classes_, prediction_random(self, random_state))
+        pred = super().predict(X)
+        if not self._mixes_constant():
+            return pred
+        coins = row_uniforms(self._prediction_input(X), self.mixing_salt_)
+        return np.where(coins < self.tolerance_mixing_, self.mixing_class_, pred)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

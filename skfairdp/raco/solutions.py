@@ -36,6 +36,7 @@ __all__ = [
     "SELECTION_SHARE",
     "SOLUTIONS",
     "TAIL_FRACTION",
+    "cell_prediction_counts",
     "iterate_track",
     "mixture_proba",
     "select_best",
@@ -106,7 +107,7 @@ def select_best(
     largest violation is at most 0 wins (the smallest violation if none is).
     """
     n_classes = ctx.n_classes
-    H = _cell_prediction_counts(module, candidates, ctx, program.part_of_cell.size)
+    H = cell_prediction_counts(module, candidates, ctx, program.part_of_cell.size)
     if ctx.private:
         noisy, _ = noisy_histogram(
             torch.from_numpy(H),
@@ -135,13 +136,14 @@ def select_best(
     return index, {"error": error, "violation": violation}
 
 
-def _cell_prediction_counts(
+def cell_prediction_counts(
     module: torch.nn.Module, candidates: np.ndarray, ctx: FitContext, n_cells: int
 ) -> np.ndarray:
     """``(K, cells, classes)`` weighted counts of each candidate's predictions per cell.
 
     A cell is a (group, true label) pair. The noiseless counts: they must only
-    reach the release of :func:`select_best`.
+    reach the releases of :func:`select_best` and
+    :func:`~skfairdp.raco.enforcement.check_tolerance`.
     """
     n_classes = ctx.n_classes
     cells = ctx.groups * n_classes + ctx.y

@@ -1,0 +1,263 @@
+"""RaCO-DP's tolerance enforced on the training rows: one noisy check, then a mix with a constant.
+
+A private run does not always end inside its constraints: on a table whose
+smallest group has a few dozen training rows, the per-step histograms at
+``epsilon = 1`` carry too little signal for the dual player, and the model ends
+at the unconstrained model's violation (issue 34: ACS12, AIDS2, German). The
+tolerance is then ignored, silently. ``enforce_tolerance=True`` closes that gap
+after training:
+
+1. **One release** (:func:`check_tolerance`): the histogram of the returned
+   model's predictions on the training rows, per (group, true label) cell and
+   predicted class, plus Gaussian noise of multiplier
+   ``reserved_zcdp_noise_multiplier(ENFORCE_SHARE, epsilon, delta)`` (a row adds a
+   one-hot, or for a mixture a probability, vector to one cell: L2 sensitivity 1,
+   ``max_sample_weight`` when weighted). Recorded and accounted with the steps.
+2. **Post-processing** (:func:`mixing_weight`): each constraint's value from the
+   noisy counts, and an upper confidence bound ``value + ENFORCE_Z sd`` (the delta
+   method on each rate ``pos / n`` of noisy counts, the rates' sds added with the
+   coefficients' absolute values: conservative where sets overlap). Every
+   constraint is linear in the rates, and mixing the model with weight ``p`` with
+   a constant predictor of class ``c`` moves every rate linearly: constraint
+   ``j`` of the mixture is ``(1 - p) Gamma_j + p Gamma_j(c)``, where ``Gamma_j(c)``
+   (the constant's value) is exact, with no data (a constant predicts ``c`` at rate
+   1 in every set: ``sum_m a_jmc``; 0 for every group-parity constraint). The
+   smallest ``p`` that brings every upper bound within its bound, among the
+   classes whose constant meets every constraint, with the class whose mixture
+   has the smallest noisy training error.
+
+``predict`` then returns class ``c`` on a share ``p`` of the rows, chosen by a
+salted hash of each row's features (:func:`row_uniforms`): deterministic, the
+same for a row wherever it appears, and unrelated to the row's group, label or
+score, so every rate of the mixture is ``(1 - p)`` the model's plus ``p`` the
+constant's, in expectation over the rows. Without noise (``epsilon=inf``) the
+check is exact and free. Where no constant meets the constraints (a false
+negative rate bound that the all-negative class breaks, say, and the
+all-positive one too), nothing is mixed and a warning says so.
+
+Why a mix with a constant: it is the one predictor known to meet group-parity
+constraints without looking at data, and the straight line between it and the
+model costs, in error, at most ``p`` times the gap between the model's error and
+the constant's; ``ExponentiatedGradient``'s solutions are mixtures too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import torch
+
+from .._fit.base import row_chunks
+from .._fit.budget import reserved_zcdp_noise_multiplier
+from .._fit.context import FitContext
+from ..engine.iterates import flat_parameters
+from ..fairness.rates import RateProgram
+from ..privacy import noisy_histogram
+from .solutions import cell_prediction_counts
+
+__all__ = [
+    "ENFORCE_SHARE",
+    "ENFORCE_Z",
+    "ToleranceCheck",
+    "check_tolerance",
+    "enforce_noise_multiplier",
+    "mixing_weight",
+    "row_uniforms",
+]
+
+# The check takes this share of the budget's zCDP rho (the rest trains).
+ENFORCE_SHARE = 0.1
+# Standard deviations above the noisy value: a one-sided 97.7 % bound per constraint.
+ENFORCE_Z = 2.0
+
+
+@dataclasses.dataclass
+class ToleranceCheck:
+    """What the check released and concluded (``RaCODPClassifier.tolerance_check_``).
+
+    Attributes
+    ----------
+    values : ndarray (J,)
+        The model's constraint values on the training rows, from the noisy counts.
+    upper : ndarray (J,)
+        Their upper confidence bounds (``values`` when there is no noise).
+    bounds : ndarray (J,)
+        The constraints' bounds ``gamma_j``.
+    error : float
+        The model's training error from the noisy counts.
+    mixing : float
+        ``p``, the share of rows predicted as the constant class.
+    constant_class : int or None
+        Index into ``classes_`` of the constant; ``None`` when no constant meets the
+        constraints (then ``mixing`` is 0).
+    noise_multiplier : float
+        The release's Gaussian multiplier (0 without noise).
+    counts : ndarray (n_groups * n_classes, n_classes)
+        The released counts (per (group, true label) cell and predicted class),
+        from which everything above follows.
+    """
+
+    values: np.ndarray
+    upper: np.ndarray
+    bounds: np.ndarray
+    error: float
+    mixing: float
+    constant_class: int | None
+    noise_multiplier: float
+    counts: np.ndarray
+
+
+def enforce_noise_multiplier(epsilon: float, delta: float) -> float:
+    """The check's Gaussian multiplier: ``ENFORCE_SHARE`` of the budget's zCDP rho."""
+    return reserved_zcdp_noise_multiplier(ENFORCE_SHARE, epsilon, delta)
+
+
+def check_tolerance(
+    module: torch.nn.Module,
+    iterates: np.ndarray | None,
+    weights: np.ndarray | None,
+    ctx: FitContext,
+    program: RateProgram,
+    noise_multiplier: float,
+) -> ToleranceCheck:
+    """Release the returned predictor's training histogram once; the mix that meets the bounds.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The returned model (its current parameters), or the network the
+        ``iterates`` are loaded into.
+    iterates, weights : ndarray or None
+        A mixture's iterates and weights (``solution="mixture"``); ``None`` otherwise.
+    ctx : FitContext
+        The fit's rows, groups, labels, weights, random source and recorder.
+    program : RateProgram
+    noise_multiplier : float
+        Gaussian std over the sensitivity; 0 (non-private fits) releases the exact
+        counts.
+    """
+    n_cells = program.part_of_cell.size
+    if iterates is None:
+        stacked = flat_parameters(module).cpu().numpy()[None]
+        H = cell_prediction_counts(module, stacked, ctx, n_cells)[0]
+    else:
+        counts = cell_prediction_counts(module, iterates, ctx, n_cells)
+        H = np.einsum("t,tck->ck", np.asarray(weights, dtype=float), counts)
+    std = 0.0
+    if ctx.private and noise_multiplier > 0:
+        noisy, _ = noisy_histogram(
+            torch.from_numpy(np.ascontiguousarray(H)),
+            ctx.random,
+            noise_multiplier=noise_multiplier,
+            sensitivity=ctx.max_weight,
+            recorder=ctx.recorder,
+        )
+        H = noisy.numpy()
+        std = noise_multiplier * ctx.max_weight
+    # --- post-processing of the released counts ---
+    return mixing_weight(H, program, std, ctx.n_classes, noise_multiplier if std else 0.0)
+
+
+def mixing_weight(
+    H: np.ndarray,
+    program: RateProgram,
+    std: float,
+    n_classes: int,
+    noise_multiplier: float = 0.0,
+    z: float = ENFORCE_Z,
+) -> ToleranceCheck:
+    """The smallest mix with a constant whose constraints' upper bounds meet the bounds.
+
+    Parameters
+    ----------
+    H : ndarray (n_groups * n_classes, n_classes)
+        (Noisy) counts of the predictions per (group, true label) cell (rows) and
+        predicted class (columns).
+    program : RateProgram
+    std : float
+        The noise std of each count (0: exact counts).
+    n_classes : int
+    noise_multiplier : float
+        Recorded in the result.
+    z : float
+        Standard deviations above the noisy values.
+    """
+    H = np.asarray(H, dtype=float).reshape(-1, n_classes)
+    parts = np.zeros((program.n_parts, n_classes))
+    cells_per_part = np.zeros(program.n_parts)
+    flat_part = program.part_of_cell.reshape(-1)
+    np.add.at(parts, flat_part, H)
+    np.add.at(cells_per_part, flat_part, 1.0)
+    S = program.membership.astype(float)
+    sums = S @ parts  # (M, K)
+    n = np.maximum(sums.sum(axis=1), 1.0)  # (M,)
+    rates = sums / n[:, None]
+    values = np.einsum("jmk,mk->j", program.coefficients, rates)
+    # delta method: r_k = pos_k / n, each of the set's cells adds K noisy counts of std s
+    cells = S @ cells_per_part  # (M,)
+    rate_sd = std * np.sqrt(cells[:, None] * ((1 - rates) ** 2 + (n_classes - 1) * rates**2))
+    rate_sd = rate_sd / n[:, None]
+    upper = values + z * np.einsum("jmk,mk->j", np.abs(program.coefficients), rate_sd)
+    bounds = np.asarray(program.bounds, dtype=float)
+
+    total = max(H.sum(), 1.0)
+    labels = np.tile(np.arange(n_classes), len(H) // n_classes)  # the true label of each cell
+    wrong = H[labels[:, None] != np.arange(n_classes)[None, :]].sum()
+    error = float(np.clip(wrong / total, 0.0, 1.0))
+    label_share = np.array([H[labels == c].sum() for c in range(n_classes)]) / total
+
+    best = (math.inf, 0.0, None)
+    constant_values = program.coefficients.sum(axis=1)  # (J, K): a constant's rate is 1 per set
+    for c in range(n_classes):
+        const = constant_values[:, c]
+        if np.any(const > bounds + 1e-12):
+            continue
+        over = upper > bounds
+        if not over.any():
+            p = 0.0
+        else:
+            gap = upper[over] - const[over]
+            p = float(np.max(np.where(gap > 0, (upper[over] - bounds[over]) / gap, 1.0)))
+            p = min(max(p, 0.0), 1.0)
+        mixed_error = (1 - p) * error + p * float(np.clip(1.0 - label_share[c], 0.0, 1.0))
+        if mixed_error < best[0] - 1e-12:
+            best = (mixed_error, p, c)
+    _, p, c = best
+    return ToleranceCheck(
+        values=values, upper=upper, bounds=bounds, error=error,
+        mixing=p if c is not None else 0.0, constant_class=c,
+        noise_multiplier=float(noise_multiplier), counts=H,
+    )  # fmt: skip
+
+
+_MULTIPLIERS = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on a uint64 array (wrapping arithmetic)."""
+    z = (z ^ (z >> np.uint64(30))) * _MULTIPLIERS[0]
+    z = (z ^ (z >> np.uint64(27))) * _MULTIPLIERS[1]
+    return z ^ (z >> np.uint64(31))
+
+
+def row_uniforms(X, salt: int) -> np.ndarray:
+    """A uniform in ``[0, 1)`` per row of ``X``: a salted hash of the row's float32 features.
+
+    Deterministic (the same row gets the same number wherever it appears: order and
+    subset invariant) and, for distinct rows, as good as independent draws.
+    ``X``: a validated array, sparse matrix or data source (streamed in chunks).
+    """
+    out = []
+    salt64 = np.uint64(int(salt) % (1 << 64))
+    with np.errstate(over="ignore"):
+        for _, xb in row_chunks(X, torch.device("cpu")):
+            bits = np.ascontiguousarray(xb.numpy(), dtype=np.float32).view(np.uint32)
+            h = np.full(bits.shape[0], salt64, dtype=np.uint64)
+            for column in bits.T:
+                h = _mix64((h ^ column.astype(np.uint64)) + _GOLDEN)
+            h = _mix64(h)
+            out.append((h >> np.uint64(11)).astype(np.float64) * 2.0**-53)
+    return np.concatenate(out) if out else np.empty(0)
