@@ -14,6 +14,7 @@ violation is within ``gamma + 0.01`` on every table.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import warnings
 from multiprocessing import Pool
@@ -30,16 +31,18 @@ TOLERANCES = (0.02, 0.05, 0.1)
 NOTIONS = ("demographic_parity", "equalized_odds")
 
 
-def fit_one(key):
+def fit_one(key, share=None):
     import torch
     import zoo
-    import zoo_tables
 
+    import skfairdp.raco.enforcement as enforcement
     from skfairdp import RaCODPClassifier
     from skfairdp.fairness.metrics import demographic_parity_violation, equalized_odds_violation
     from skfairdp.raco.enforcement import mixing_weight
 
     torch.set_num_threads(1)
+    if share is not None:
+        enforcement.ENFORCE_SHARE = share
     table, notion, gamma, seed = key
     Xtr, Xte, ytr, yte, s_tr, s_te = zoo.split(table, seed)
     model = RaCODPClassifier(notion, gamma, epsilon=1.0, random_state=seed)
@@ -70,6 +73,7 @@ def fit_one(key):
             run_test_violation=v_te, run_test_error=err,
             majority_error=float(np.mean(yte != np.bincount(ytr).argmax())),
             min_group_train=int(np.unique(s_tr, return_counts=True)[1].min()),
+            share=enforcement.ENFORCE_SHARE,
         ))  # fmt: skip
     return rows
 
@@ -81,7 +85,8 @@ def run(args):
     keys = [(t, n, g, s) for t in tables for n in NOTIONS for g in TOLERANCES for s in args.seeds]
     out = Path(args.csv)
     with Pool(args.jobs) as pool:
-        for i, rows in enumerate(pool.imap_unordered(fit_one, keys)):
+        fit = functools.partial(fit_one, share=args.share)
+        for i, rows in enumerate(pool.imap_unordered(fit, keys)):
             pd.DataFrame(rows).to_csv(out, mode="a", header=not out.exists(), index=False)
             print(f"{i + 1}/{len(keys)} {rows[0]['table']} {rows[0]['notion']}", flush=True)
 
@@ -91,7 +96,9 @@ def report(args):
     cell = df.groupby(["z", "table", "notion", "gamma"]).mean(numeric_only=True).reset_index()
     cell["train_ok"] = cell.train_violation <= cell.gamma + 0.01
     lines = ["# enforce_tolerance: the z of the upper bound, judged on every zoo table", ""]
-    lines.append(f"{df.seed.nunique()} seeds, epsilon = 1, {df.table.nunique()} tables; means per cell.")
+    lines.append(
+        f"{df.seed.nunique()} seeds, epsilon = 1, {df.table.nunique()} tables; means per cell."
+    )
     lines.append("")
     summary = cell.groupby("z").agg(
         cells_ok=("train_ok", "sum"), cells=("train_ok", "size"),
@@ -115,6 +122,7 @@ def main(argv=None):
     r.add_argument("--tables", nargs="*")
     r.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
     r.add_argument("--jobs", type=int, default=2)
+    r.add_argument("--share", type=float, default=None, help="ENFORCE_SHARE to try")
     r.add_argument("--csv", default=str(RESULTS / "raco_enforce_probe.csv"))
     p = sub.add_parser("report")
     p.add_argument("--csv", default=str(RESULTS / "raco_enforce_probe.csv"))

@@ -183,6 +183,8 @@ def _expected_failed_checks(estimator):
     expected = {**EXPECTED_FAILED_CHECKS, **dict.fromkeys(_EQUIVALENCE, reason)}
     if isinstance(estimator, RaCODPClassifier) and estimator.solution == "mixture":
         expected.update(RACO_MIXTURE_EXPECTED_FAILED_CHECKS)
+    if isinstance(estimator, RaCODPClassifier) and estimator.enforce_tolerance:
+        expected.update(RACO_ENFORCED_EXPECTED_FAILED_CHECKS)
     return expected
 
 
@@ -193,6 +195,17 @@ RACO_MIXTURE_EXPECTED_FAILED_CHECKS = {
         "predict draws each row's class from the mixture (seeded), so on rows where the "
         "iterates disagree it differs from the sign of decision_function (the mixture's "
         "expected margin), which the check asks them to match"
+    ),
+}
+
+
+# RaCO-DP's enforce_tolerance with a tolerance of 0.05 on the first column, which separates
+# sklearn's blobs: the check mixes in a constant on most rows.
+RACO_ENFORCED_EXPECTED_FAILED_CHECKS = {
+    "check_classifiers_train": (
+        "parity within 0.05 with respect to the first column, which separates the blobs, "
+        "leaves the model on few rows (the check mixes in a constant): below the 0.83 "
+        "accuracy bar"
     ),
 }
 
@@ -223,9 +236,17 @@ CHECKED = [
         constraints="false_negative_rate", tolerance=1.0, epsilon=np.inf, lr=0.5,
         max_epochs=10, random_state=0,
     ),
-    FirstColumnGroupsRaCO(tolerance=0.5, epsilon=np.inf, lr=0.5, max_epochs=10, random_state=0),
-    FirstColumnGroupsRaCO(tolerance=0.5, epsilon=8, **PRIVATE),
-    FirstColumnGroupsRaCO(tolerance=0.05, epsilon=8, solution="mixture", **PRIVATE),
+    # the run's models (parity on the first column costs check_classifiers_train's bar
+    # once the tolerance is enforced); the last instance enforces it
+    FirstColumnGroupsRaCO(
+        tolerance=0.5, epsilon=np.inf, lr=0.5, max_epochs=10, random_state=0,
+        enforce_tolerance=False,
+    ),
+    FirstColumnGroupsRaCO(tolerance=0.5, epsilon=8, enforce_tolerance=False, **PRIVATE),
+    FirstColumnGroupsRaCO(
+        tolerance=0.05, epsilon=8, solution="mixture", enforce_tolerance=False, **PRIVATE
+    ),
+    FirstColumnGroupsRaCO(tolerance=0.05, epsilon=8, **PRIVATE),
     # Global scaling, its three variants
     GlobalScalingDPClassifier(epsilon=np.inf, hidden_layer_sizes=(), max_epochs=10, random_state=0),
     GlobalScalingDPClassifier(epsilon=8.0, hidden_layer_sizes=(), z_init=2.0, **PRIVATE),

@@ -190,7 +190,7 @@ def test_federated_uses_the_noisy_silo_releases(forced, data):
 
 
 # -- RaCO-DP ------------------------------------------------------------------------
-RACO = dict(epsilon=2.0, max_epochs=2, batch_size=60, random_state=0)
+RACO = dict(epsilon=2.0, max_epochs=2, batch_size=60, random_state=0, enforce_tolerance=False)
 
 
 def test_raco_dual_ascent_uses_the_noisy_step_histograms(forced, data):

@@ -37,14 +37,15 @@ GOLDEN = Path(__file__).parent / "data" / "release_apply_golden.npz"
 _FERMI_THEN = {"dual_rates": "soft", "iterate": "last", "lr_dual": 0.025, "penalty_clip": "joint"}
 # Cases whose algorithm changed since the golden models, by design (not the engine).
 # RaCO-DP's likewise: soft rates for the dual, its fixed step, the last iterate,
-# clip 3, no tolerance margin (issue 24) and per-batch denominators (the template's class
-# attribute, set per instance).
+# clip 3, no tolerance margin (issue 24), no check after training (issue 34) and
+# per-batch denominators (the template's class attribute, set per instance).
 _RACO_THEN = {
     "dual_rates": "soft",
     "solution": "last",
     "lr_dual": 1.0,
     "max_grad_norm": 3.0,
     "tolerance_margin": 0.0,
+    "enforce_tolerance": False,  # issue 34's check after training
 }
 
 

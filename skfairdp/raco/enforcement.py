@@ -67,10 +67,16 @@ __all__ = [
     "row_uniforms",
 ]
 
-# The check takes this share of the budget's zCDP rho (the rest trains).
-ENFORCE_SHARE = 0.1
-# Standard deviations above the noisy value: a one-sided 97.7 % bound per constraint.
-ENFORCE_Z = 2.0
+# The check takes this share of the budget's zCDP rho (the rest trains), and its upper
+# bounds sit this many standard deviations above the noisy values (one-sided 84 % per
+# constraint). Chosen on the zoo's worst table (experiments/raco_enforce_probe.py; 15
+# tables, both notions, tolerances 0.02 / 0.05 / 0.1, epsilon = 1, 3 seeds, 270 fits):
+# share 0.3 with z = 1 leaves no fit's training violation above its tolerance + 0.01
+# (the run's own models: 35 % of fits) at a mean test error of 0.259 (the runs': 0.222);
+# share 0.1 costs 0.005 more error for the same tolerance; z = 0.5 lets 1.9 % of fits
+# exceed it; z = 2 costs 0.005 more.
+ENFORCE_SHARE = 0.3
+ENFORCE_Z = 1.0
 
 
 @dataclasses.dataclass

@@ -32,8 +32,8 @@ from ..fairness.rates import (
 )
 from ..fairness.routing import routing_hint
 from .accounting import RacoAccounting
-from .problem import RacoProblem, pairwise_dual_walk
 from .enforcement import check_tolerance, enforce_noise_multiplier, row_uniforms
+from .problem import RacoProblem, pairwise_dual_walk
 from .solutions import SOLUTIONS, TAIL_FRACTION, iterate_track, mixture_proba, store_solution
 
 __all__ = ["RaCODPClassifier"]
@@ -85,9 +85,9 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         See :doc:`/raco`.
     enforce_tolerance : bool, default=True
         After training, check the returned model's constraints on the training rows
-        with one noisy release (``ENFORCE_SHARE`` = 10 % of the budget's zCDP rho,
+        with one noisy release (``ENFORCE_SHARE`` = 30 % of the budget's zCDP rho,
         accounted; exact and free when ``epsilon=inf``) and, where an upper
-        confidence bound (``ENFORCE_Z`` = 2 sds above the noisy value) exceeds a
+        confidence bound (``ENFORCE_Z`` = 1 sd above the noisy value) exceeds a
         bound, mix the model with a constant predictor: ``predict`` returns the
         constant class on the smallest share ``p`` of the rows (chosen by a salted
         hash of each row's features, so deterministic) that brings every bound
@@ -420,16 +420,28 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         if check.mixing <= 0.0:
             return
         self.tolerance_mixing_ = float(check.mixing)
-        self.mixing_class_ = self.classes_[check.constant_class]
+        constant = self.classes_[check.constant_class]
+        self.mixing_class_ = constant.item() if hasattr(constant, "item") else constant
         self.mixing_salt_ = int(ctx.random.torch_seed())
         if check.mixing >= MIXING_WARNING:
+            over = float(np.max(check.upper - check.bounds))
+            why = (
+                f"the training rows could not confirm the constraints within "
+                f"tolerance={self.tolerance!r} at epsilon={self.epsilon!r} (largest upper "
+                f"bound {over:+.3f} over its bound)"
+                if ctx.private
+                else f"the run ended outside its constraints on the training rows (largest "
+                f"value {over:+.3f} over its bound)"
+            )
+            hint = (
+                "Small groups at a small epsilon: a larger epsilon or tolerance keeps more "
+                "of the model."
+                if ctx.private
+                else "More epochs or a larger tolerance keep more of the model."
+            )
             warnings.warn(
-                f"enforce_tolerance: the training rows could not confirm the constraints "
-                f"within tolerance={self.tolerance!r} at epsilon={self.epsilon!r} (largest "
-                f"upper bound {float(np.max(check.upper - check.bounds)):+.3f} over its bound), "
-                f"so predict gives the constant class {self.mixing_class_!r} to "
-                f"{check.mixing:.0%} of the rows. Small groups at a small epsilon: a larger "
-                f"epsilon or tolerance keeps more of the model.",
+                f"enforce_tolerance: {why}, so predict gives the constant class "
+                f"{self.mixing_class_!r} to {check.mixing:.0%} of the rows. {hint}",
                 UserWarning,
                 stacklevel=5,
             )

@@ -1,0 +1,260 @@
+"""RaCO-DP's ``enforce_tolerance``: one accounted check after training, a mix with a constant.
+
+The check's release is tested against a noise scale the test derives from the budget
+(not the constant the code states); the mix against the upper bounds it must meet;
+the fitted predictor against its tolerance on the training rows (issue 34).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import dp_accounting
+import numpy as np
+import pytest
+from scipy import stats
+
+from skfairdp import RaCODPClassifier
+from skfairdp.fairness import Cells, FalseNegativeRate, RateConstraint
+from skfairdp.fairness.metrics import demographic_parity_violation, equalized_odds_violation
+from skfairdp.fairness.rates import DemographicParity, compile_rate_constraints
+from skfairdp.raco import enforcement
+from skfairdp.raco.enforcement import mixing_weight, row_uniforms
+
+
+def _minority_data(n=1200, share=0.05, seed=0):
+    """A minority with a higher base rate: an unconstrained model has a DP gap near 0.4."""
+    rng = np.random.default_rng(seed)
+    s = (rng.random(n) < share).astype(int)
+    X = rng.normal(size=(n, 4))
+    X[:, 0] += 1.5 * s
+    y = (X[:, 0] + rng.normal(size=n) > 0.3).astype(int)
+    return X, y, s
+
+
+def _cells(pred, y, s, n_groups, n_classes=2):
+    """Counts per (group, true label) cell (rows) and predicted class (columns)."""
+    H = np.zeros((n_groups * n_classes, n_classes))
+    np.add.at(H, (s * n_classes + y, pred), 1.0)
+    return H
+
+
+def _run_predictions(est, X):
+    """The run's own model (the mix switched off)."""
+    mixing = est.tolerance_mixing_
+    est.tolerance_mixing_ = 0.0
+    try:
+        return est.predict(X)
+    finally:
+        est.tolerance_mixing_ = mixing
+
+
+# --------------------------------------------------------------------------- the mix
+def test_mixing_weight_exact_counts_two_groups():
+    """Exact counts: the DP gap is read exactly, p = (v - gamma) / v, the cheaper constant."""
+    program = compile_rate_constraints(DemographicParity(0.05), [0, 1], [0, 1])
+    # group 0: 100 rows (60 label 0), predicted positive 20 of them; group 1: 50 rows
+    # (10 label 0), predicted positive 30 of them
+    H = np.array([[50.0, 10.0], [30.0, 10.0], [5.0, 5.0], [15.0, 25.0]])
+    check = mixing_weight(H, program, 0.0, 2)
+    gap = 30 / 50 - 20 / 100
+    assert check.values.max() == pytest.approx(gap)
+    np.testing.assert_allclose(check.upper, check.values)
+    assert check.mixing == pytest.approx((gap - 0.05) / gap)
+    # error: 10 + 30 + 5 + 15 wrong of 150; the constant 0 errs on the 80 label-1 rows,
+    # the constant 1 on the 70 label-0 rows: the mix with 1 errs less
+    assert check.error == pytest.approx(60 / 150)
+    assert check.constant_class == 1
+    # a gap within the bound mixes nothing
+    assert mixing_weight(H, compile_rate_constraints(DemographicParity(0.5), [0, 1], [0, 1]),
+                         0.0, 2).mixing == 0.0  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_mix_meets_every_upper_bound_with_the_smallest_weight(seed):
+    rng = np.random.default_rng(seed)
+    n_groups = int(rng.integers(2, 5))
+    gamma = float(rng.uniform(0.0, 0.2))
+    program = compile_rate_constraints(DemographicParity(gamma), list(range(n_groups)), [0, 1])
+    H = rng.integers(0, 200, size=(2 * n_groups, 2)).astype(float)
+    std = float(rng.uniform(0, 10))
+    check = mixing_weight(H, program, std, 2)
+    const = program.coefficients.sum(axis=1)[:, check.constant_class]
+    mixed = (1 - check.mixing) * check.upper + check.mixing * const
+    assert np.all(mixed <= program.bounds + 1e-9)
+    if 0 < check.mixing < 1:  # a smaller weight leaves a bound unmet
+        smaller = (1 - check.mixing + 1e-6) * check.upper + (check.mixing - 1e-6) * const
+        assert np.any(smaller > program.bounds)
+    assert np.all(check.upper >= check.values)
+
+
+def test_the_delta_method_sd_matches_simulated_noise():
+    """The upper bound's sd: the sd of the noisy constraint values, simulated (seeded)."""
+    program = compile_rate_constraints(DemographicParity(0.05), [0, 1], [0, 1])
+    H = np.array([[400.0, 100.0], [50.0, 450.0], [30.0, 10.0], [10.0, 50.0]])
+    std = 5.0
+    sd = (mixing_weight(H, program, std, 2, z=1.0).upper - mixing_weight(H, program, 0.0, 2)
+          .values)  # fmt: skip
+    rng = np.random.default_rng(0)
+    draws = np.array(
+        [mixing_weight(H + rng.normal(0, std, H.shape), program, 0.0, 2).values
+         for _ in range(4000)]
+    )  # fmt: skip
+    # each constraint's sd: its two rates' sds added (exact for disjoint groups: the
+    # sum bounds the sd of the difference by at most sqrt(2))
+    simulated = draws.std(axis=0)
+    assert np.all(sd >= simulated * 0.95)
+    assert np.all(sd <= simulated * math.sqrt(2) * 1.05)
+
+
+def test_no_constant_meets_the_constraints_no_mix_and_a_warning():
+    """At most 30 % positives (the constant 1 breaks it) and FNR <= 0.1 (the constant 0)."""
+    X, y, s = _minority_data(n=600, share=0.3)
+    cap = RateConstraint([(Cells(), {1: 1.0})], bound=0.3, name="positives")
+    est = RaCODPClassifier([cap, FalseNegativeRate(0.1)], epsilon=np.inf, max_epochs=2,
+                           random_state=0)  # fmt: skip
+    with pytest.warns(UserWarning, match="no constant predictor meets every constraint"):
+        est.fit(X, y, sensitive_features=s)
+    assert est.tolerance_mixing_ == 0.0 and est.mixing_class_ is None
+    assert est.tolerance_check_.constant_class is None
+
+
+# --------------------------------------------------------------------------- the release
+def _zcdp_rho(epsilon, delta):
+    log_inv = math.log(1 / delta)
+    return (math.sqrt(epsilon + log_inv) - math.sqrt(log_inv)) ** 2
+
+
+def test_check_noise_has_the_scale_the_budget_share_gives():
+    """Released minus exact counts, over four fits: chi-square at the derived scale."""
+    eps, delta = 2.0, 1e-5
+    sigma = 1.0 / math.sqrt(2 * enforcement.ENFORCE_SHARE * _zcdp_rho(eps, delta))
+    residuals = []
+    for seed in range(4):
+        X, y, s = _minority_data(n=800, share=0.3, seed=seed)
+        s = s + 2 * (X[:, 1] > 0)  # four groups: 16 cells of counts
+        est = RaCODPClassifier(epsilon=eps, delta=delta, max_epochs=2, random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y, sensitive_features=s)
+        assert est.tolerance_check_.noise_multiplier == pytest.approx(sigma, rel=1e-9)
+        exact = _cells(np.searchsorted(est.classes_, _run_predictions(est, X)), y, s, 4)
+        residuals.append((est.tolerance_check_.counts - exact).ravel() / sigma)
+        # the release is the event's last, at the derived scale, and within the budget
+        assert est.dp_event_.events[-1] == dp_accounting.GaussianDpEvent(sigma)
+        assert est.privacy_spent_.epsilon <= eps * (1 + 1e-9)
+    r = np.concatenate(residuals)
+    chi2 = float(np.sum(r**2))
+    lo, hi = stats.chi2.ppf([5e-6, 1 - 5e-6], df=r.size)  # 1e-5 in all
+    assert lo < chi2 < hi, (chi2, lo, hi)
+
+
+def test_the_mix_reads_the_released_counts(monkeypatch):
+    """The consumer uses the released counts: a forced release decides the mix."""
+    X, y, s = _minority_data(n=2000, share=0.5)
+    fair = np.array([[300.0, 100.0], [100.0, 300.0], [300.0, 100.0], [100.0, 300.0]])
+    unfair = np.array([[390.0, 10.0], [390.0, 10.0], [10.0, 390.0], [10.0, 390.0]])
+    forced = {}
+
+    def release(counts, random, *, noise_multiplier, sensitivity, recorder):
+        recorder.record(dp_accounting.GaussianDpEvent(noise_multiplier))
+        return counts.new_tensor(forced["H"]), None
+
+    monkeypatch.setattr(enforcement, "noisy_histogram", release)
+    kw = dict(tolerance=0.1, epsilon=4.0, max_epochs=3, random_state=0)
+    forced["H"] = fair
+    quiet = RaCODPClassifier(**kw).fit(X, y, sensitive_features=s)
+    forced["H"] = unfair
+    with pytest.warns(UserWarning, match="enforce_tolerance"):
+        moved = RaCODPClassifier(**kw).fit(X, y, sensitive_features=s)
+    assert quiet.tolerance_mixing_ == 0.0
+    np.testing.assert_array_equal(moved.tolerance_check_.counts, unfair)
+    # the gap the forced counts say, 0.95, brought within 0.1 (+ 2 sds)
+    assert moved.tolerance_mixing_ > 1 - 0.1 / 0.95 - 1e-9
+
+
+def test_disabled_or_non_private_checks_release_nothing():
+    X, y, s = _minority_data()
+    off = RaCODPClassifier(max_epochs=2, random_state=0, enforce_tolerance=False)
+    off.fit(X, y, sensitive_features=s)
+    assert off.tolerance_check_ is None and off.tolerance_mixing_ == 0.0
+    assert not any(
+        isinstance(e, dp_accounting.GaussianDpEvent) for e in getattr(off.dp_event_, "events", [])
+    )
+    free = RaCODPClassifier(epsilon=np.inf, max_epochs=2, random_state=0)
+    free.fit(X, y, sensitive_features=s)
+    assert free.tolerance_check_.noise_multiplier == 0.0
+    exact = _cells(np.searchsorted(free.classes_, _run_predictions(free, X)), y, s, 2)
+    np.testing.assert_array_equal(free.tolerance_check_.counts, exact)
+
+
+# --------------------------------------------------------------------------- the predictor
+@pytest.mark.parametrize("notion", ["demographic_parity", "equalized_odds"])
+def test_exact_check_meets_the_tolerance_on_the_training_rows(notion):
+    """epsilon=inf, one short epoch: the run misses gamma, the mix meets it on training."""
+    X, y, s = _minority_data(n=6000, share=0.4)
+    metric = {"demographic_parity": demographic_parity_violation,
+              "equalized_odds": equalized_odds_violation}[notion]  # fmt: skip
+    est = RaCODPClassifier(notion, 0.02, epsilon=np.inf, max_epochs=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y, sensitive_features=s)
+    run = metric(y, _run_predictions(est, X), sensitive_features=s)
+    mixed = metric(y, est.predict(X), sensitive_features=s)
+    assert run > 0.05 and est.tolerance_mixing_ > 0
+    # the coins' realisation: ~sqrt(p (1 - p) / n_group) on each rate
+    assert mixed <= 0.02 + 0.03
+
+
+def test_small_minority_at_epsilon_one_moves_toward_the_constant_with_a_warning():
+    X, y, s = _minority_data()
+    with pytest.warns(UserWarning, match="could not confirm the constraints"):
+        est = RaCODPClassifier(tolerance=0.05, random_state=0).fit(X, y, sensitive_features=s)
+    assert est.tolerance_mixing_ > 0.5
+    assert est.privacy_spent_.epsilon <= 1.0 + 1e-9
+    assert demographic_parity_violation(y, est.predict(X), sensitive_features=s) <= 0.05 + 0.03
+    proba = est.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert proba[:, est.classes_ == est.mixing_class_].min() >= est.tolerance_mixing_ - 1e-12
+
+
+def test_mixed_predictions_are_deterministic_and_row_local():
+    X, y, s = _minority_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = RaCODPClassifier(random_state=0).fit(X, y, sensitive_features=s)
+    assert est.tolerance_mixing_ > 0
+    pred = est.predict(X)
+    perm = np.random.default_rng(1).permutation(len(X))
+    np.testing.assert_array_equal(est.predict(X[perm]), pred[perm])
+    np.testing.assert_array_equal(est.predict(X[:7]), pred[:7])
+    np.testing.assert_array_equal(est.predict(X), pred)
+
+
+def test_secure_mode_salts_from_the_os():
+    X, y, s = _minority_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = RaCODPClassifier(secure_mode=True, max_epochs=2).fit(X, y, sensitive_features=s)
+        b = RaCODPClassifier(secure_mode=True, max_epochs=2).fit(X, y, sensitive_features=s)
+    assert a.mixing_salt_ != b.mixing_salt_
+
+
+def test_row_uniforms_golden_uniform_and_unrelated_to_the_features():
+    X = np.random.default_rng(0).normal(size=(20000, 3)).astype(np.float32)
+    u = row_uniforms(X, salt=12345)
+    np.testing.assert_allclose(u[:3], GOLDEN_UNIFORMS, rtol=0, atol=1e-15)
+    assert stats.kstest(u, "uniform").pvalue > 1e-4
+    # a fixed input: the checks are deterministic, not chance
+    assert abs(np.corrcoef(u, X[:, 0])[0, 1]) < 0.03
+    assert abs(u[X[:, 1] > 0].mean() - u[X[:, 1] <= 0].mean()) < 0.01
+    # a different salt: other numbers; duplicate rows: the same number
+    assert np.abs(row_uniforms(X, salt=1) - u).max() > 0.5
+    np.testing.assert_array_equal(row_uniforms(np.vstack([X[:5], X[:5]]), 12345)[5:], u[:5])
+    # integer-valued rows (all zeros, one-hot) still get spread numbers
+    onehot = np.eye(8, dtype=np.float32)
+    assert len(set(row_uniforms(np.vstack([onehot, np.zeros((1, 8))]), 0))) == 9
+
+
+GOLDEN_UNIFORMS = [0.13327775059500313, 0.6741395292393602, 0.43269534495851103]
