@@ -71,6 +71,16 @@ def test_mixing_weight_exact_counts_two_groups():
                          0.0, 2).mixing == 0.0  # fmt: skip
 
 
+def test_a_model_that_errs_more_than_a_constant_gives_way_to_it():
+    """The mix's error is linear in p: where the constant errs less, p = 1."""
+    program = compile_rate_constraints(DemographicParity(0.5), [0, 1], [0, 1])
+    # 90 % label 0; the model predicts 1 on half of them: error 0.5 against the constant's 0.1
+    H = np.array([[45.0, 45.0], [5.0, 5.0], [45.0, 45.0], [5.0, 5.0]])
+    check = mixing_weight(H, program, 0.0, 2)
+    assert check.values.max() == 0.0  # within the bound: only the error moves the mix
+    assert check.mixing == 1.0 and check.constant_class == 0
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_the_mix_meets_every_upper_bound_with_the_smallest_weight(seed):
     rng = np.random.default_rng(seed)

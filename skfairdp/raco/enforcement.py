@@ -24,7 +24,11 @@ after training:
    1 in every set: ``sum_m a_jmc``; 0 for every group-parity constraint). The
    smallest ``p`` that brings every upper bound within its bound, among the
    classes whose constant meets every constraint, with the class whose mixture
-   has the smallest noisy training error.
+   has the smallest noisy training error; and ``p = 1`` (the constant alone)
+   where the constant's noisy training error is below the model's, since the
+   mix's error is linear in ``p`` (the mix that errs least among those that meet
+   the bounds; on a table where the model collapsed, it is never worse than the
+   majority class but for the noise).
 
 ``predict`` then returns class ``c`` on a share ``p`` of the rows, chosen by a
 salted hash of each row's features (:func:`row_uniforms`): deterministic, the
@@ -227,7 +231,10 @@ def mixing_weight(
             gap = upper[over] - const[over]
             p = float(np.max(np.where(gap > 0, (upper[over] - bounds[over]) / gap, 1.0)))
             p = min(max(p, 0.0), 1.0)
-        mixed_error = (1 - p) * error + p * float(np.clip(1.0 - label_share[c], 0.0, 1.0))
+        constant_error = float(np.clip(1.0 - label_share[c], 0.0, 1.0))
+        if constant_error < error:  # the mix's error falls all the way to the constant's
+            p = 1.0
+        mixed_error = (1 - p) * error + p * constant_error
         if mixed_error < best[0] - 1e-12:
             best = (mixed_error, p, c)
     _, p, c = best
