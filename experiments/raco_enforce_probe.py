@@ -93,24 +93,36 @@ def run(args):
 
 def report(args):
     df = pd.read_csv(args.csv)
-    cell = df.groupby(["z", "table", "notion", "gamma"]).mean(numeric_only=True).reset_index()
+    if "share" not in df:
+        df["share"] = 0.1
+    keys = ["share", "z", "table", "notion", "gamma"]
+    cell = df.groupby(keys).mean(numeric_only=True).reset_index()
     cell["train_ok"] = cell.train_violation <= cell.gamma + 0.01
-    lines = ["# enforce_tolerance: the z of the upper bound, judged on every zoo table", ""]
+    df["fit_over"] = df.train_violation > df.gamma + 0.01
+    lines = ["# enforce_tolerance: the check's share and z, judged on every zoo table", ""]
     lines.append(
-        f"{df.seed.nunique()} seeds, epsilon = 1, {df.table.nunique()} tables; means per cell."
+        f"{df.seed.nunique()} seeds, epsilon = 1, {df.table.nunique()} tables, both notions, "
+        f"tolerances {sorted(df.gamma.unique().tolist())}; cells are means over seeds; "
+        "`fits_over`: the share of single fits whose training violation is above the "
+        "tolerance + 0.01. The mixed model's metrics are expectations over the mix."
     )
     lines.append("")
-    summary = cell.groupby("z").agg(
-        cells_ok=("train_ok", "sum"), cells=("train_ok", "size"),
-        worst_train_excess=("train_violation", lambda v: 0),
-        mean_mixing=("mixing", "mean"), mean_error=("test_error", "mean"),
-    ).reset_index()  # fmt: skip
-    summary["worst_train_excess"] = [
-        float((g.train_violation - g.gamma).max()) for _, g in cell.groupby("z")
-    ]
-    run_err = cell[cell.z == cell.z.min()].run_test_error.mean()
-    lines += [summary.to_markdown(index=False, floatfmt=".3f"), ""]
-    lines.append(f"Without the mix (the run's model): mean test error {run_err:.3f}.")
+    rows = []
+    for (share, z), group in cell.groupby(["share", "z"]):
+        fits = df[(df.share == share) & (df.z == z)]
+        rows.append({
+            "share": share, "z": z, "cells_ok": int(group.train_ok.sum()), "cells": len(group),
+            "worst_train_excess": float((group.train_violation - group.gamma).max()),
+            "fits_over": float(fits.fit_over.mean()), "mean_mixing": group.mixing.mean(),
+            "mean_test_error": group.test_error.mean(),
+            "run_test_error": group.run_test_error.mean(),
+            "run_fits_over": float((fits.run_train_violation > fits.gamma + 0.01).mean()),
+        })  # fmt: skip
+    lines += [pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3f"), ""]
+    lines.append(
+        "These fits ran before the rule that gives the constant alone where its noisy "
+        "training error is below the model's; the zoo run of the final code is in `zoo.md`."
+    )
     Path(args.md).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -40,6 +40,15 @@ def _cells(pred, y, s, n_groups, n_classes=2):
     return H
 
 
+def _set_rates(H, program):
+    """Each set's class rates and size from per-(group, label) cell counts."""
+    parts = np.zeros((program.n_parts, H.shape[1]))
+    np.add.at(parts, program.part_of_cell.reshape(-1), H)
+    sums = program.membership.astype(float) @ parts
+    n = np.maximum(sums.sum(axis=1), 1.0)
+    return sums / n[:, None], n
+
+
 def _run_predictions(est, X):
     """The run's own model (the mix switched off)."""
     mixing = est.tolerance_mixing_
@@ -61,7 +70,17 @@ def test_mixing_weight_exact_counts_two_groups():
     gap = 30 / 50 - 20 / 100
     assert check.values.max() == pytest.approx(gap)
     np.testing.assert_allclose(check.upper, check.values)
-    assert check.mixing == pytest.approx((gap - 0.05) / gap)
+    # the smallest p with (1 - p) gap + z sqrt(p (1 - p) v) <= 0.05, v the coins' variance
+    # over p (1 - p): the 0.4 of group 1 (50 rows) and the 0.8 of group 0 (100 rows)
+    # predicted 0 that may flip to 1
+    v = 0.4 / 50 + 0.8 / 100
+    lo, hi = (gap - 0.05) / gap, 1.0
+    for _ in range(60):  # bisection: the left side falls in p on [lo, 1]
+        mid = (lo + hi) / 2
+        ok = (1 - mid) * gap + enforcement.ENFORCE_Z * math.sqrt(mid * (1 - mid) * v) <= 0.05
+        lo, hi = (lo, mid) if ok else (mid, hi)
+    assert check.mixing == pytest.approx(hi, abs=1.5e-3)
+    assert check.mixing > (gap - 0.05) / gap + 0.01  # the coins' term counts
     # error: 10 + 30 + 5 + 15 wrong of 150; the constant 0 errs on the 80 label-1 rows,
     # the constant 1 on the 70 label-0 rows: the mix with 1 errs less
     assert check.error == pytest.approx(60 / 150)
@@ -91,11 +110,15 @@ def test_the_mix_meets_every_upper_bound_with_the_smallest_weight(seed):
     std = float(rng.uniform(0, 10))
     check = mixing_weight(H, program, std, 2)
     const = program.coefficients.sum(axis=1)[:, check.constant_class]
-    mixed = (1 - check.mixing) * check.upper + check.mixing * const
-    assert np.all(mixed <= program.bounds + 1e-9)
-    if 0 < check.mixing < 1:  # a smaller weight leaves a bound unmet
-        smaller = (1 - check.mixing + 1e-6) * check.upper + (check.mixing - 1e-6) * const
-        assert np.any(smaller > program.bounds)
+    coins = enforcement.coin_variance(program, *_set_rates(H, program), check.constant_class)
+
+    def value(p):
+        z = enforcement.ENFORCE_Z
+        return (1 - p) * check.upper + p * const + z * np.sqrt(p * (1 - p) * coins)
+
+    assert np.all(value(check.mixing) <= program.bounds + 1e-9)
+    if 0 < check.mixing < 1:  # a smaller weight (by more than the grid's step) leaves one unmet
+        assert np.any(value(check.mixing - 2e-3) > program.bounds)
     assert np.all(check.upper >= check.values)
 
 

@@ -22,13 +22,14 @@ after training:
    ``j`` of the mixture is ``(1 - p) Gamma_j + p Gamma_j(c)``, where ``Gamma_j(c)``
    (the constant's value) is exact, with no data (a constant predicts ``c`` at rate
    1 in every set: ``sum_m a_jmc``; 0 for every group-parity constraint). The
-   smallest ``p`` that brings every upper bound within its bound, among the
-   classes whose constant meets every constraint, with the class whose mixture
-   has the smallest noisy training error; and ``p = 1`` (the constant alone)
-   where the constant's noisy training error is below the model's, since the
-   mix's error is linear in ``p`` (the mix that errs least among those that meet
-   the bounds; on a table where the model collapsed, it is never worse than the
-   majority class but for the noise).
+   smallest ``p`` that brings every upper bound within its bound, ``ENFORCE_Z``
+   sds of the coins' realisation on the training rows included
+   (:func:`coin_variance`), among the classes whose constant meets every
+   constraint, with the class whose mixture has the smallest noisy training
+   error; and ``p = 1`` (the constant alone) where the constant's noisy training
+   error is below the model's, since the mix's error is linear in ``p`` (the mix
+   that errs least among those that meet the bounds; on a table where the model
+   collapsed, it is never worse than the majority class but for the noise).
 
 ``predict`` then returns class ``c`` on a share ``p`` of the rows, chosen by a
 salted hash of each row's features (:func:`row_uniforms`): deterministic, the
@@ -66,6 +67,7 @@ __all__ = [
     "ENFORCE_Z",
     "ToleranceCheck",
     "check_tolerance",
+    "coin_variance",
     "enforce_noise_multiplier",
     "mixing_weight",
     "row_uniforms",
@@ -224,13 +226,7 @@ def mixing_weight(
         const = constant_values[:, c]
         if np.any(const > bounds + 1e-12):
             continue
-        over = upper > bounds
-        if not over.any():
-            p = 0.0
-        else:
-            gap = upper[over] - const[over]
-            p = float(np.max(np.where(gap > 0, (upper[over] - bounds[over]) / gap, 1.0)))
-            p = min(max(p, 0.0), 1.0)
+        p = _smallest_mix(upper, const, bounds, coin_variance(program, rates, n, c), z)
         constant_error = float(np.clip(1.0 - label_share[c], 0.0, 1.0))
         if constant_error < error:  # the mix's error falls all the way to the constant's
             p = 1.0
@@ -243,6 +239,44 @@ def mixing_weight(
         mixing=p if c is not None else 0.0, constant_class=c,
         noise_multiplier=float(noise_multiplier), counts=H,
     )  # fmt: skip
+
+
+def coin_variance(program: RateProgram, rates: np.ndarray, n: np.ndarray, c: int) -> np.ndarray:
+    """``v_j``: the variance of constraint ``j``'s value from a mix's coins, over ``p (1 - p)``.
+
+    A row of set ``m`` predicted ``k != c`` turns to ``c`` with probability ``p``: the
+    count of flips from ``k`` is ``Binomial(r_mk n_m, p)`` and moves the value by
+    ``(a_jmc - a_jmk) / n_m`` each, so ``Var = p (1 - p) sum_m sum_{k != c} (a_jmc -
+    a_jmk)^2 r_mk / n_m`` (independent across sets: exact for disjoint sets, the
+    group-parity names' pairs; ``*_vs_rest`` sets overlap and it is then an estimate).
+    The rates and sizes are the check's noisy ones (post-processing).
+    """
+    A = program.coefficients  # (J, M, K)
+    weight = (A[:, :, [c]] - A) ** 2  # (J, M, K); zero at k = c
+    share = np.clip(rates, 0.0, 1.0) / n[:, None]  # (M, K)
+    return np.einsum("jmk,mk->j", weight, share)
+
+
+def _smallest_mix(
+    upper: np.ndarray, const: np.ndarray, bounds: np.ndarray, coin_var: np.ndarray, z: float
+) -> float:
+    """The smallest ``p`` with ``(1 - p) U_j + p C_j + z sqrt(p (1 - p) v_j) <= b_j`` for all ``j``.
+
+    The first two terms are the mix's expected value; the third bounds the coins'
+    realisation on the rows checked (a mix with ``p`` near 1 on a set of a few dozen
+    rows moves its rates by several points either way). ``p = 1`` (the constant, no
+    coins) always qualifies when ``C_j <= b_j``. Searched on a grid of step 1/1000
+    above the smallest ``p`` of the first two terms.
+    """
+    over = upper > bounds
+    if not over.any():
+        return 0.0
+    gap = upper[over] - const[over]
+    start = float(np.max(np.where(gap > 0, (upper[over] - bounds[over]) / gap, 1.0)))
+    grid = np.linspace(min(max(start, 0.0), 1.0), 1.0, 1001)[:, None]  # (P, 1)
+    value = (1 - grid) * upper + grid * const + z * np.sqrt(grid * (1 - grid) * coin_var)
+    ok = np.all(value <= bounds + 1e-12, axis=1)
+    return float(grid[np.argmax(ok), 0]) if ok.any() else 1.0
 
 
 _MULTIPLIERS = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
