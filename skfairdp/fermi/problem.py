@@ -496,10 +496,13 @@ class ErmiProblem:
                 ]
                 for b in range(n_blocks)
             ]
-            flat = best_response.shrunk_best_response_small(
+            answers = best_response.shrunk_best_response_small(
                 nested, V / (corrected * corrected), self._pinv_list
             )
-            H = torch.tensor(H, dtype=torch.float64)
+            # two tensors out (torch.tensor costs microseconds): the float32 answers
+            # (W, own, shared, combined) and the float64 running state (H, V, t)
+            out = torch.tensor([v for part in answers for v in part], dtype=torch.float32)
+            running = torch.tensor([*H, V, t], dtype=torch.float64)
         else:
             g = gradient.detach().cpu().numpy().astype(np.float64).reshape(W.shape)
             H, V, t, mean, variance = best_response.running_mean_step(
@@ -511,21 +514,14 @@ class ErmiProblem:
                 noise_std,
             )
             W64 = best_response.shrunk_best_response(mean, variance, pinv)
-            flat = (W64, *best_response.psi_tables(W64, pinv))
-            H = torch.from_numpy(H.reshape(-1))
-        W_new, own, shared, combined = (
-            torch.tensor(a, dtype=torch.float32, device=W.device) for a in flat
-        )
+            answers = (W64, *best_response.psi_tables(W64, pinv))
+            out = torch.from_numpy(np.concatenate([a.ravel() for a in answers]).astype(np.float32))
+            running = torch.from_numpy(np.concatenate([H.ravel(), [V, t]]))
+        out = out.to(W.device)
+        n, cells = W.numel(), n_blocks * k
+        W_new, own, shared, combined = out.split([n, cells * l, n_blocks * l, cells * l])
         W_new = W_new.view(W.shape)
-        tables = (
-            own.view(n_blocks * k, l),
-            shared.view(n_blocks, l),
-            combined.view(n_blocks * k, l),
-        )
+        tables = (own.view(cells, l), shared.view(n_blocks, l), combined.view(cells, l))
         self._tables = (W_new, W_new._version, tables)
-        self.state = {
-            "W": W_new,
-            "H": H,
-            "V": torch.tensor(V, dtype=torch.float64),
-            "t": torch.tensor(t, dtype=torch.float64),
-        }
+        H, V, t = running.split([n, 1, 1])
+        self.state = {"W": W_new, "H": H, "V": V, "t": t}
