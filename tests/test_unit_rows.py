@@ -15,7 +15,7 @@ import torch
 
 from skfairdp.engine.clipping import UnitRows, clipped_total
 from skfairdp.fermi import best_response
-from skfairdp.fermi.problem import ErmiProblem
+from skfairdp.fermi.problem import ErmiProblem, balanced_rescale, penalty_scale_max
 
 
 def _problem(n_blocks=1):
@@ -136,3 +136,40 @@ def test_host_best_response_step_answers_the_bias_corrected_mean():
     own, shared, combined = problem._psi_tables()
     c = own + shared.repeat_interleave(2, dim=0)
     torch.testing.assert_close(combined, c, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("penalty_clip", ["balanced", "split"])
+def test_packed_balanced_factors_are_the_per_batch_ones(penalty_clip):
+    """The estimator packs the balanced clip's factor per row (a third weights column); the
+    split clip then uses exactly the factors it would compute per batch, all in (0, 1] (so
+    each row's penalty clip stays within share * C); other clips ignore the column."""
+    gen = torch.Generator().manual_seed(3)
+    pinv = torch.tensor([[1 / math.sqrt(0.2), 1 / math.sqrt(0.8)]])
+    label_weights = np.array([0.7, 1.3])
+    scale_max = penalty_scale_max(4.0, label_weights, pinv)
+    kw = dict(
+        pinv=pinv, fairness_weight=4.0, dual_bound=10.0, lr_dual=0.0, privacy_unit="record",
+        dual_rate=0.1, penalty_clip=penalty_clip, max_grad_norm=1.0, penalty_scale_max=scale_max,
+    )  # fmt: skip
+    n = 64
+    y = torch.randint(0, 2, (n,), generator=gen)
+    s = torch.randint(0, 2, (n,), generator=gen)
+    codes = torch.stack([y, s, torch.zeros_like(s)], dim=1)
+    weight = 4.0 * torch.as_tensor(label_weights, dtype=torch.float32)[y]
+    weight[:4] = 0.0
+    weights = torch.stack([weight, torch.full((n,), 4.0)], dim=1)
+    plain = ErmiProblem(W=torch.zeros(1, 2, 2), **kw)
+    batch = plain.prepare_batch(codes, weights)
+    expected = plain._penalty_rescale(*batch[1:4])
+    packed_f = balanced_rescale(pinv, s, codes[:, 2], weight, scale_max)
+    assert float(packed_f.max()) <= 1.0 and float(packed_f.min()) > 0.0
+    packed = ErmiProblem(W=torch.zeros(1, 2, 2), **kw)
+    batch = packed.prepare_batch(codes, torch.cat([weights, packed_f.unsqueeze(1)], dim=1))
+    got = packed._penalty_rescale(*batch[1:4])
+    assert torch.equal(got, expected)
+    if penalty_clip == "balanced":
+        assert got is batch_factor(packed) and not torch.equal(got, torch.ones(n))
+
+
+def batch_factor(problem):
+    return problem._rescale_cache[3]
