@@ -28,6 +28,9 @@ from skfairdp.fermi import DPFermiClassifier
 
 logging.getLogger("absl").setLevel(logging.ERROR)
 
+#: issue 39: DP-FERMI's epoch CPU time at most this multiple of plain torch SGD's
+TARGET_RATIO = 1.15
+
 
 def plain_sgd_epoch_seconds(X, y, batch_size, epochs, lr=0.5, clock=time.perf_counter):
     """A lean hand-written torch loop: shuffle, index, forward, backward, SGD step."""
@@ -174,14 +177,19 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out / "speed.csv", index=False)
-    target = frame[(frame.batch_size == 256) & (frame.method == "DP-FERMI record eps=1 lambda=1")]
+    # issue 39's target: DP-FERMI's step (record unit) at <= 1.15x plain SGD, batch 256 and 1024
     verdict = ""
-    if len(target):
-        r_cpu, r_wall = float(target.ratio_cpu.iloc[0]), float(target.ratio_wall.iloc[0])
-        verdict = (
-            f"**Target (ratio <= 2 at batch 256, record unit): {'PASS' if r_cpu <= 2 else 'FAIL'}"
-            f"** on CPU time ({r_cpu:.2f}); wall-clock ratio {r_wall:.2f}.\n\n"
-        )
+    for batch_size in (256, 1024):
+        target = frame[
+            (frame.batch_size == batch_size) & (frame.method == "DP-FERMI record eps=1 lambda=1")
+        ]
+        if len(target):
+            r_cpu, r_wall = float(target.ratio_cpu.iloc[0]), float(target.ratio_wall.iloc[0])
+            verdict += (
+                f"**Target (CPU ratio <= {TARGET_RATIO} at batch {batch_size}, record unit): "
+                f"{'PASS' if r_cpu <= TARGET_RATIO else 'FAIL'}** ({r_cpu:.2f}); wall-clock "
+                f"ratio {r_wall:.2f}.\n\n"
+            )
     header = (
         "# Speed: private DP-FERMI step vs plain torch SGD (Adult, logistic regression)\n\n"
         f"Command: `python benchmarks/speed.py --threads {args.threads} --epochs {args.epochs} "

@@ -18,6 +18,7 @@ import skfairdp._fit.template
 import skfairdp.fermi.problem as fermi
 from skfairdp._fit import schedules
 from skfairdp._fit.budget import reserved_noise_multiplier
+from skfairdp.engine.clipping import UnitRows
 from skfairdp.fermi import DPFermiClassifier, ermi
 from skfairdp.fermi.problem import GROUP_PRIOR_BUDGET_SHARE, ErmiProblem
 from skfairdp.metrics import demographic_parity_violation
@@ -960,6 +961,10 @@ def test_best_response_dual_release_is_a_histogram_of_unit_rows(fairness, dual_r
     weights[:5] = 0.0  # inactive rows add nothing
     outputs = torch.randn(n, 2, generator=gen)
     public, rows = best.dual_contributions(outputs, *best.prepare_batch(codes, weights))
+    if dual_rates == "hard":  # kept as indices: a unit vector or zero per row, by construction
+        assert isinstance(rows, UnitRows)
+        torch.testing.assert_close(rows.norms(), rows.dense().norm(dim=1).double())
+        rows = rows.dense()
     assert public is None and rows.shape == (n, W.numel())
     assert float(rows.norm(dim=1).max()) <= 1.0 + 1e-6
     assert float(rows[:5].abs().sum()) == 0.0
@@ -989,7 +994,7 @@ def test_best_response_steps_get_rows_plus_accounted_noise(monkeypatch, biased_d
 
     def dual_contributions(self, outputs, *batch):
         public, rows = original_contributions(self, outputs, *batch)
-        rows_seen.append(rows.clone())
+        rows_seen.append(rows.dense().clone())
         return public, rows
 
     def dual_step(self, gradient):

@@ -194,3 +194,54 @@ class ScaledRows:
             return self.scaled
         exponent = self.exponent.view(-1, 1).double()
         return torch.ldexp(self.scaled.double(), exponent).to(self.scaled.dtype)
+
+
+class UnitRows:
+    """Per-sample rows ``(B, P)`` that are each a unit vector or zero, kept as indices.
+
+    Row ``i`` is ``e_{column_i}`` where ``active_i`` and zero elsewhere: one entry 1 or
+    none, so its L2 norm is exactly 1 or 0 by construction (no value of the data can
+    make it larger), and :func:`clipped_total` clips it as it would the dense rows,
+    from these exact norms. The weighted sum is an ``index_add`` (a histogram) instead
+    of a product with a mostly-zero matrix: the same sums (unit weights give exact
+    integer counts either way). Implements ``norms()`` / ``tame_norms()`` /
+    ``weighted_sum(weights)`` / ``dense()`` of :func:`clipped_sum`.
+
+    Parameters
+    ----------
+    column : Tensor of shape (B,), int64
+        The column of each row's 1, in ``[0, n_columns)``.
+    active : Tensor of shape (B,), bool
+        Which rows are unit vectors (the others are zero).
+    n_columns : int
+        ``P``.
+    """
+
+    def __init__(self, column: torch.Tensor, active: torch.Tensor, n_columns: int):
+        if column.dtype not in (torch.int64, torch.int32) or active.dtype != torch.bool:
+            raise TypeError("UnitRows needs integer columns and a boolean active mask")
+        self.column = column
+        self.active = active
+        self.n_columns = int(n_columns)
+        self._norms = active.to(torch.float32)  # exactly 1.0 or 0.0
+
+    def __len__(self) -> int:
+        return self.column.shape[0]
+
+    def tame_norms(self) -> torch.Tensor:
+        """The exact norms (1 or 0) in float32: always finite and below :data:`TAME_NORM`."""
+        return self._norms
+
+    def norms(self) -> torch.Tensor:
+        return self._norms.double()
+
+    def weighted_sum(self, weights: torch.Tensor) -> torch.Tensor:
+        """``sum_i weights_i row_i``: ``weights_i`` added at ``column_i`` of active rows."""
+        values = self._norms * weights.to(torch.float32)
+        total = values.new_zeros(self.n_columns)
+        return total.index_add_(0, self.column, values)
+
+    def dense(self) -> torch.Tensor:
+        """The ``(B, P)`` rows."""
+        rows = self._norms.new_zeros((len(self), self.n_columns))
+        return rows.scatter_(1, self.column.unsqueeze(1), self._norms.unsqueeze(1))

@@ -235,6 +235,7 @@ class PerSampleGradients:
             roots = [(obj.sum(), None) for obj in objs]
         layer_outputs = [out for _, _, out in records]
         grads = []
+        shared: dict = {}  # what the K objectives' gradients share (their inputs' norms)
         for k, (root, root_grad) in enumerate(roots):
             if by_hand and self._single_layer:
                 backprops = [root_grad]
@@ -251,7 +252,7 @@ class PerSampleGradients:
                 for (layer, activation, _), grad_out in zip(records, backprops)
                 if grad_out is not None
             ]
-            grads.append(FactoredLinearGradients(self.params, factors, X.shape[0]))
+            grads.append(FactoredLinearGradients(self.params, factors, X.shape[0], shared))
         return grads, detached, diag
 
     def unflatten(self, flat: torch.Tensor) -> list[torch.Tensor]:
@@ -286,8 +287,11 @@ class FactoredLinearGradients:
     in float64 (no overflow, no underflowing clip factors).
     """
 
-    def __init__(self, params, factors, batch: int):
+    def __init__(self, params, factors, batch: int, shared: dict | None = None):
         # factors: (weight, bias, a, b) per application of a Linear layer (bias None if absent)
+        # shared: a dict common to the gradients of several objectives on one forward pass
+        # (same inputs a), where the first keeps the inputs' norms for the others
+        self.shared = {} if shared is None else shared
         self.params = params
         self.factors = factors
         self.batch = batch
@@ -345,9 +349,14 @@ class FactoredLinearGradients:
             weight, bias, a, b = self.factors[0]
             norms = torch.linalg.vector_norm(b, dim=1)
             if weight.requires_grad:
-                a_norms = torch.linalg.vector_norm(a, dim=1)
-                if _trainable(bias):  # the bias adds |b|^2: |b| sqrt(|a|^2 + 1)
-                    a_norms = a_norms.square_().add_(1.0).sqrt_()
+                cached = self.shared.get("a_norms")
+                if cached is not None and cached[0] is a and cached[1] is bias:
+                    a_norms = cached[2]
+                else:
+                    a_norms = torch.linalg.vector_norm(a, dim=1)
+                    if _trainable(bias):  # the bias adds |b|^2: |b| sqrt(|a|^2 + 1)
+                        a_norms = a_norms.square_().add_(1.0).sqrt_()
+                    self.shared["a_norms"] = (a, bias, a_norms)
                 norms = norms * a_norms
             return norms
         sq = torch.zeros(self.batch, device=self.params[0].device)

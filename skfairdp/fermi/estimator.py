@@ -34,7 +34,9 @@ from .problem import (
     PENALTY_CLIPS,
     ErmiProblem,
     auto_dual_rate,
+    balanced_rescale,
     objective_scales,
+    penalty_scale_max,
     w_clip_norm,
 )
 
@@ -415,9 +417,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             dual_noise_std=noise_std,
             penalty_clip=self.penalty_clip if split else "joint",
             max_grad_norm=self.max_grad_norm_ if split else None,
-            # the largest psi weight times pinv^2 any row can have (public: lambda, the
-            # released label weights and priors); the balanced clip's normaliser
-            penalty_scale_max=lam * float(np.max(self.label_weights_)) * float(pinv.max()) ** 2,
+            penalty_scale_max=penalty_scale_max(lam, self.label_weights_, pinv),
         )
 
     def _per_row_tensors(self, ctx):
@@ -427,7 +427,22 @@ class DPFermiClassifier(PrivateClassifierBase):
         packed = np.stack([ctx.y, ctx.groups, block], axis=1)
         dual_weight = float(self.fairness_weight) * active
         weights = np.stack([dual_weight * self.label_weights_[ctx.y], dual_weight], axis=1)
-        return torch.as_tensor(packed), torch.as_tensor(weights, dtype=torch.float32)
+        codes, weights = torch.as_tensor(packed), torch.as_tensor(weights, dtype=torch.float32)
+        lam = float(self.fairness_weight)
+        if ctx.private and self.privacy_unit == "record" and lam > 0:
+            if self.penalty_clip == "balanced":
+                # the balanced clip's per-row factor, once for all rows (public: pinv, lambda,
+                # label weights; the row's own codes), instead of on every batch
+                pinv = ctx.released["pinv"].cpu()
+                f = balanced_rescale(
+                    pinv,
+                    codes[:, 1],
+                    codes[:, 2],
+                    weights[:, 0],
+                    penalty_scale_max(lam, self.label_weights_, pinv),
+                )
+                weights = torch.cat([weights, f.unsqueeze(1)], dim=1)
+        return codes, weights
 
     def _store_fitted(self, problem, plan, ctx) -> None:
         """The returned model (the tail average with ``iterate="average"``) and W."""

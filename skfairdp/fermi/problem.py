@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
-from ..engine.clipping import clipped_total
+from ..engine.clipping import UnitRows, clipped_total
 from ..engine.iterates import TailAverage
-from . import ermi
+from . import best_response, ermi
 
 FAIRNESS_NOTIONS = ("demographic_parity", "equalized_odds", "equal_opportunity")
 # Share of epsilon given to the one-off noisy group histogram when p_S is not public.
@@ -98,41 +99,31 @@ def shrunk_best_response(
 ) -> torch.Tensor:
     """W from a (noisy) joint histogram, each column shrunk towards independence.
 
-    ``H[b, r, j]`` estimates ``P(block=b, S=r, Yhat=j)`` (up to a factor) with
-    independent noise of variance ``variance`` per cell. The maximiser of the psi
-    terms is ``W*[b, r, j] = P(S=r | Yhat=j, b) / sqrt(p_S(r | b))``. Each column's
-    conditional rates ``P_hat(. | j)`` are moved towards the block's pooled group
-    shares ``q`` (where every column equal means no force on theta) by the
-    positive-part James-Stein gain
-
-        g_j = max(0, 1 - E[noise part of D_j] / D_j),   D_j = sum_r (P_hat(r|j) - q_r)^2 / p_r,
-
-    with the noise part from the delta method (``variance / T_j^2`` times
-    ``(1 - P_r)^2 + (k - 1) P_r^2`` for the column total ``T_j``). A dependence
-    that the released statistics cannot tell from their noise moves theta by
-    (about) nothing; a clear one is kept whole. Post-processing of released values.
+    The torch face of :func:`skfairdp.fermi.best_response.shrunk_best_response`
+    (computed in float64 NumPy, returned in ``H``'s dtype and device).
     """
-    n_blocks, k, l = H.shape
-    # (the fewest small tensor ops that give the same numbers: this runs every step)
-    Hp = H.clamp(min=0.0)
-    totals = Hp.sum(dim=1, keepdim=True)  # (b, 1, l)
-    filled = totals > 0
-    safe = torch.where(filled, totals, 1.0)
-    pooled = Hp.sum(dim=2, keepdim=True)
-    pooled_total = pooled.sum(dim=1, keepdim=True)
-    priors = pinv.pow(-2).unsqueeze(2)  # (b, k, 1)
-    q = torch.where(pooled_total > 0, pooled / pooled_total.clamp(min=1e-12), priors)
-    # P_hat(r | j); a column with no mass says nothing: it stays at the pooled shares
-    rates = torch.where(filled, Hp / safe, q)
-    gap = rates - q
-    deviation = (gap**2 / priors).sum(dim=1, keepdim=True)
-    noise = (variance / safe**2) * ((1.0 - rates) ** 2 + (k - 1) * rates**2)
-    noise = (noise / priors).sum(dim=1, keepdim=True)
-    gain = torch.where(
-        deviation > 0, (1.0 - noise / deviation.clamp(min=1e-30)).clamp(min=0.0), 0.0
+    W = best_response.shrunk_best_response(
+        H.detach().cpu().double().numpy(),
+        float(variance),
+        pinv.detach().cpu().double().numpy(),
     )
-    shrunk = q + torch.where(filled, gain, 0.0) * gap
-    return shrunk * pinv.unsqueeze(2)
+    return torch.from_numpy(W).to(device=H.device, dtype=H.dtype)
+
+
+def penalty_scale_max(fairness_weight: float, label_weights, pinv: torch.Tensor) -> float:
+    """The largest ``lambda * label weight * pinv^2`` any row can have: the balanced
+    clip's normaliser (public: lambda, the released label weights and priors)."""
+    lam = float(fairness_weight)
+    return lam * float(np.max(label_weights)) * float(pinv.max()) ** 2
+
+
+def balanced_rescale(
+    pinv: torch.Tensor, s: torch.Tensor, block: torch.Tensor, weight: torch.Tensor, scale_max: float
+) -> torch.Tensor:
+    """``f_i = weight_i pinv[b_i, s_i]^2 / scale_max`` in (0, 1] (1 where the weight is 0):
+    the balanced clip's per-row factor (see :meth:`ErmiProblem._penalty_rescale`)."""
+    scale = weight * pinv[block, s].pow(2) / scale_max
+    return torch.where(scale > 0, scale.clamp(max=1.0), 1.0)
 
 
 def objective_scales(
@@ -210,12 +201,17 @@ class ErmiProblem:
         self.dual_rate = float(dual_rate) if self.best_response else None
         self.dual_noise_std = float(dual_noise_std)
         if self.best_response:
-            zeros = torch.zeros_like(W)
+            # the running mean lives in float64 on the host (see .best_response)
+            zeros = torch.zeros(W.numel(), dtype=torch.float64)
             self.state = {"W": W, "H": zeros, "V": zeros.new_zeros(()), "t": zeros.new_zeros(())}
         self.hard_dual = dual_rates == "hard"
         self.loss_scale, self.penalty_scale = map(float, scales)
         self.average = average
         self.pinv = pinv
+        # psi's coefficient tables for the current W (see _psi_tables), and whether a
+        # record-unit batch gets them combined (own + shared in one table)
+        self._tables = None
+        self._combined = privacy_unit != "sensitive"
         self.lam = float(fairness_weight)
         self.dual_bound = float(dual_bound)
         self.lr_dual = float(lr_dual)
@@ -251,10 +247,56 @@ class ErmiProblem:
         return self.state["W"]
 
     def prepare_batch(self, codes, weights):
+        """Per-row ``(y, s, block, weight, dual_weight, own, shared)`` of a batch.
+
+        ``weights`` may carry a third column, the balanced clip's per-row factor ``f``
+        (:func:`balanced_rescale`, computed once for all rows by the estimator). Under
+        ``privacy_unit="record"`` nothing needs psi's coefficients apart, so ``own`` is
+        the whole ``c_i`` (``own + shared`` of :func:`~.ermi.psi_coefficients`, from a
+        combined table: the same sums) and ``shared`` is zeros.
+        """
         y, s, block = codes.unbind(dim=1)
-        weight, dual_weight = weights.unbind(dim=1)
-        own, shared = ermi.psi_coefficients(self.W, self.pinv, s, block)
-        return y, s, block, weight, dual_weight, own, shared
+        weight, dual_weight, *factor = weights.unbind(dim=1)
+        if factor and self.split is not None and self.balanced:
+            self._rescale_cache = (s, block, weight, factor[0])
+        own_table, shared_table, combined = self._psi_tables()
+        n_blocks, k, l = self.W.shape
+        cell = block * k + s if n_blocks > 1 else s
+        if self._combined:
+            own = combined.index_select(0, cell)
+            return y, s, block, weight, dual_weight, own, self._zeros(len(s), l, own)
+        own = own_table.index_select(0, cell)
+        shared = shared_table.index_select(0, block) if n_blocks > 1 else shared_table
+        return y, s, block, weight, dual_weight, own, shared.expand(len(s), l)
+
+    def _folded(self, shared) -> bool:
+        """Whether ``shared`` is :meth:`_zeros`'s view (already folded into ``own``)."""
+        zero = getattr(self, "_zero", None)
+        return zero is not None and shared._base is zero
+
+    def _zeros(self, batch, l, like):
+        """A ``(batch, l)`` view of one zero (``shared`` when folded into ``own``)."""
+        zero = getattr(self, "_zero", None)
+        if zero is None or zero.device != like.device:
+            self._zero = zero = like.new_zeros(())
+        return zero.expand(batch, l)
+
+    def _psi_tables(self):
+        """``(own, shared, combined)`` coefficient tables of the current W (cached).
+
+        Computed when W changes (its identity or in-place version), in torch as
+        :func:`~.ermi.psi_coefficients` does; the best response leaves its own
+        (float64 NumPy, see :meth:`dual_step`)."""
+        W = self.W
+        cached = self._tables
+        if cached is not None and cached[0] is W and cached[1] == W._version:
+            return cached[2]
+        n_blocks, k, l = W.shape
+        own = (2.0 * W * self.pinv.unsqueeze(2)).reshape(n_blocks * k, l)
+        shared = -(W * W).sum(dim=1)
+        combined = own + (shared.repeat_interleave(k, dim=0) if n_blocks > 1 else shared)
+        self._tables = (W, W._version, (own, shared, combined))
+        return self._tables[2]
 
     def primal_objectives(self, outputs, y, s, block, weight, dual_weight, own, shared):
         """Per-sample ``loss_scale * loss_i`` and ``penalty_scale * weight_i * psi_i``.
@@ -289,10 +331,11 @@ class ErmiProblem:
         log_p = torch.log_softmax(outputs, dim=1)
         F = log_p.exp()
         self._probabilities = (outputs, F)  # the dual step on the same outputs reuses F
-        loss = -log_p.gather(1, y.unsqueeze(1)).squeeze(1)
-        d_loss = F.scatter_add(1, y.unsqueeze(1), F.new_full((len(y), 1), -1.0))
-        w = (self.penalty_scale * weight).unsqueeze(1)
-        c = own + shared
+        y1 = y.unsqueeze(1)
+        loss = -log_p.gather(1, y1).squeeze(1)
+        d_loss = F.scatter_add(1, y1, F.new_full((len(y), 1), -1.0))
+        w = (weight if self.penalty_scale == 1.0 else self.penalty_scale * weight).unsqueeze(1)
+        c = own if self._folded(shared) else own + shared
         psi_plus_one = (F * c).sum(dim=1)
         d_public = d_loss if self.loss_scale == 1.0 else self.loss_scale * d_loss
         d_private = w * F * (c - psi_plus_one.unsqueeze(1))
@@ -327,8 +370,7 @@ class ErmiProblem:
         if not self.balanced:
             f = torch.ones_like(weight)
         else:
-            scale = weight * self.pinv[block, s].pow(2) / self.penalty_scale_max
-            f = torch.where(scale > 0, scale.clamp(max=1.0), 1.0)
+            f = balanced_rescale(self.pinv, s, block, weight, self.penalty_scale_max)
         self._rescale_cache = (s, block, weight, f)
         return f
 
@@ -361,6 +403,8 @@ class ErmiProblem:
         cached_outputs, F = self._probabilities
         if cached_outputs is not outputs:
             F = torch.softmax(outputs, dim=1)
+        if self.hard_dual and self.best_response:
+            return None, self._hard_histogram_rows(F, s, block, dual_weight)
         if self.hard_dual:
             # W ascends on the rates of the predictions users get: one-hot rows, whose
             # norm (1) is within the bound of any probability row's (<= 1).
@@ -395,6 +439,19 @@ class ErmiProblem:
         rows[torch.arange(F.shape[0], device=F.device), cell] = F * active
         return rows.reshape(F.shape[0], n_blocks * k * l)
 
+    def _hard_histogram_rows(self, F, s, block, dual_weight):
+        """:meth:`_histogram_rows` of the hard predictions, as :class:`UnitRows`.
+
+        Row i is the unit vector of cell ``(block_i, s_i, argmax_j F_ij)`` (zero for an
+        inactive row): one entry 1 or none, so its norm is exactly 1 or 0, by
+        construction; the engine clips and sums it as it would the dense rows (the same
+        counts, without forming them).
+        """
+        n_blocks, k, l = self.W.shape
+        cell = block * k + s if n_blocks > 1 else s
+        column = cell * l + F.argmax(dim=1)
+        return UnitRows(column, dual_weight != 0, n_blocks * k * l)
+
     def dual_step(self, gradient):
         """Update W from the step's released dual sum (already divided by the batch size).
 
@@ -410,13 +467,61 @@ class ErmiProblem:
         if self.lam == 0.0:
             return
         if self.best_response:
-            beta, state = self.dual_rate, self.state
-            H = torch.add(state["H"] * (1.0 - beta), gradient.view_as(self.W), alpha=beta)
-            V = state["V"] * (1.0 - beta) ** 2 + (beta * self.dual_noise_std) ** 2
-            t = state["t"] + 1.0
-            corrected = 1.0 - (1.0 - beta) ** t  # the running mean starts at zero
-            W = shrunk_best_response(H / corrected, V / corrected**2, self.pinv)
-            self.state = {"W": W, "H": H, "V": V, "t": t}
+            self._best_response_step(gradient)
             return
         W = torch.add(self.W, gradient.view_as(self.W), alpha=self.lr_dual)
         self.state = {"W": ermi.project_frobenius(W, self.dual_bound)}
+
+    def _best_response_step(self, gradient):
+        """The running mean and W's shrunk best response in float64 on the host
+        (:mod:`.best_response`: Python floats for a small W, NumPy for a larger one);
+        W and its psi tables go back to torch once."""
+        state, W = self.state, self.W
+        n_blocks, k, l = W.shape
+        pinv = getattr(self, "_pinv64", None)
+        if pinv is None:
+            self._pinv64 = pinv = self.pinv.detach().cpu().double().numpy()
+            self._pinv_list = pinv.tolist()
+        beta, noise_std = self.dual_rate, self.dual_noise_std
+        if W.numel() <= best_response.SMALL_W:
+            keep = 1.0 - beta
+            H = [h * keep + beta * g for h, g in zip(state["H"].tolist(), gradient.tolist())]
+            V = float(state["V"]) * keep * keep + (beta * noise_std) ** 2
+            t = float(state["t"]) + 1.0
+            corrected = 1.0 - keep**t  # the running mean starts at zero
+            nested = [
+                [
+                    [h / corrected for h in H[(b * k + r) * l : (b * k + r + 1) * l]]
+                    for r in range(k)
+                ]
+                for b in range(n_blocks)
+            ]
+            answers = best_response.shrunk_best_response_small(
+                nested, V / (corrected * corrected), self._pinv_list
+            )
+            # two tensors out (torch.tensor costs microseconds): the float32 answers
+            # (W, own, shared, combined) and the float64 running state (H, V, t)
+            out = torch.tensor([v for part in answers for v in part], dtype=torch.float32)
+            running = torch.tensor([*H, V, t], dtype=torch.float64)
+        else:
+            g = gradient.detach().cpu().numpy().astype(np.float64).reshape(W.shape)
+            H, V, t, mean, variance = best_response.running_mean_step(
+                state["H"].detach().cpu().numpy().reshape(W.shape),
+                float(state["V"]),
+                float(state["t"]),
+                g,
+                beta,
+                noise_std,
+            )
+            W64 = best_response.shrunk_best_response(mean, variance, pinv)
+            answers = (W64, *best_response.psi_tables(W64, pinv))
+            out = torch.from_numpy(np.concatenate([a.ravel() for a in answers]).astype(np.float32))
+            running = torch.from_numpy(np.concatenate([H.ravel(), [V, t]]))
+        out = out.to(W.device)
+        n, cells = W.numel(), n_blocks * k
+        W_new, own, shared, combined = out.split([n, cells * l, n_blocks * l, cells * l])
+        W_new = W_new.view(W.shape)
+        tables = (own.view(cells, l), shared.view(n_blocks, l), combined.view(cells, l))
+        self._tables = (W_new, W_new._version, tables)
+        H, V, t = running.split([n, 1, 1])
+        self.state = {"W": W_new, "H": H, "V": V, "t": t}

@@ -125,6 +125,16 @@ MUTANTS = [
         "focus": "tests/test_exact_use.py",
     },
     {
+        "name": "fermi-unit-rows-unclipped",
+        "klass": 1,
+        "file": "skfairdp/engine/clipping.py",
+        "old": "values = self._norms * weights.to(torch.float32)",
+        "new": "values = self._norms.clone()",
+        "description": "DP-FERMI's hard histogram rows (UnitRows) summed without their clip "
+        "factors or sample weights: a row adds 1 where the clip (or max_weight) is below 1",
+        "focus": "tests/test_unit_rows.py",
+    },
+    {
         "name": "fermi-priors-exact",
         "klass": 2,
         "file": "skfairdp/fermi/priors.py",
