@@ -70,16 +70,15 @@ def test_mixing_weight_exact_counts_two_groups():
     gap = 30 / 50 - 20 / 100
     assert check.values.max() == pytest.approx(gap)
     np.testing.assert_allclose(check.upper, check.values)
-    # the smallest p with (1 - p) gap + z sqrt(p (1 - p) v) <= 0.05, v the coins' variance
-    # over p (1 - p): the 0.4 of group 1 (50 rows) and the 0.8 of group 0 (100 rows)
-    # predicted 0 that may flip to 1
+    # the smallest p with E|(1 - p) gap + e| <= 0.05, e ~ N(0, p (1 - p) v), v from the 0.4
+    # of group 1 (50 rows) and the 0.8 of group 0 (100 rows) predicted 0 that may flip to 1;
+    # the folded normal's mean by simulation (seeded), solved on a grid
     v = 0.4 / 50 + 0.8 / 100
-    lo, hi = (gap - 0.05) / gap, 1.0
-    for _ in range(60):  # bisection: the left side falls in p on [lo, 1]
-        mid = (lo + hi) / 2
-        ok = (1 - mid) * gap + enforcement.ENFORCE_Z * math.sqrt(mid * (1 - mid) * v) <= 0.05
-        lo, hi = (lo, mid) if ok else (mid, hi)
-    assert check.mixing == pytest.approx(hi, abs=1.5e-3)
+    e = np.random.default_rng(0).normal(size=200_000)
+    grid = np.linspace((gap - 0.05) / gap, 1.0, 401)
+    mean = [np.abs((1 - p) * gap + math.sqrt(p * (1 - p) * v) * e).mean() for p in grid]
+    expected = grid[np.argmax(np.array(mean) <= 0.05)]
+    assert check.mixing == pytest.approx(expected, abs=5e-3)
     assert check.mixing > (gap - 0.05) / gap + 0.01  # the coins' term counts
     # error: 10 + 30 + 5 + 15 wrong of 150; the constant 0 errs on the 80 label-1 rows,
     # the constant 1 on the 70 label-0 rows: the mix with 1 errs less
@@ -112,14 +111,21 @@ def test_the_mix_meets_every_upper_bound_with_the_smallest_weight(seed):
     const = program.coefficients.sum(axis=1)[:, check.constant_class]
     coins = enforcement.coin_variance(program, *_set_rates(H, program), check.constant_class)
 
-    def value(p):
-        z = enforcement.ENFORCE_Z
-        return (1 - p) * check.upper + p * const + z * np.sqrt(p * (1 - p) * coins)
+    def value(p):  # parity gaps: the folded normal's mean (every DP constraint here)
+        mu = (1 - p) * check.upper + p * const
+        return enforcement.folded_mean(mu, np.sqrt(p * (1 - p) * coins))
 
     assert np.all(value(check.mixing) <= program.bounds + 1e-9)
     if 0 < check.mixing < 1:  # a smaller weight (by more than the grid's step) leaves one unmet
         assert np.any(value(check.mixing - 2e-3) > program.bounds)
     assert np.all(check.upper >= check.values)
+
+
+def test_folded_mean_matches_simulation():
+    e = np.random.default_rng(1).normal(size=400_000)
+    for mu, sd in [(0.0, 0.03), (0.02, 0.01), (-0.05, 0.02), (0.1, 0.0)]:
+        simulated = np.abs(mu + sd * e).mean()
+        assert enforcement.folded_mean(mu, sd) == pytest.approx(simulated, abs=2e-4)
 
 
 def test_the_delta_method_sd_matches_simulated_noise():
