@@ -6,7 +6,8 @@ oracle alone (unconstrained DPSGDClassifier with cgoo's default oracle schedule,
 full budget), and variants given on the command line. Reports test error, test DP,
 the weight on the constant atoms and the number of atoms.
 
-    PYTHONPATH=. python experiments/cgoo_zoo_diagnosis.py --tables cps1988 --variants base inf oracle
+    PYTHONPATH=. python experiments/cgoo_zoo_diagnosis.py --tables cps1988 \
+        --variants base inf oracle
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ def run(table, variant, seed, bound):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--tables", nargs="+", default=["cps1988", "communities-crime", "college-distance"])
+    tables = ["cps1988", "communities-crime", "college-distance"]
+    p.add_argument("--tables", nargs="+", default=tables)
     p.add_argument("--variants", nargs="+", default=["base", "inf", "oracle"])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     p.add_argument("--bound", type=float, default=0.05)
@@ -85,11 +87,15 @@ def main():
             infos = [r[2] for r in res]
             extra = ""
             if infos[0]:
-                extra = " const_w=%s atoms=%s T=%s" % (
-                    [round(i["const_w"], 2) for i in infos], [i["atoms"] for i in infos], infos[0]["T"])
-            print(f"{table:18s} {variant:13s} err={e:.3f} dp={d:.3f} "
-                  f"({' '.join(f'{r[0]:.3f}@{r[1]:.3f}' for r in res)}) {sum(r[3] for r in res):.0f}s{extra}",
-                  flush=True)  # fmt: skip
+                const = [round(float(i["const_w"]), 2) for i in infos]
+                extra = f" const_w={const} atoms={[i['atoms'] for i in infos]} T={infos[0]['T']}"
+            per_seed = " ".join(f"{r[0]:.3f}@{r[1]:.3f}" for r in res)
+            seconds = sum(r[3] for r in res)
+            print(
+                f"{table:18s} {variant:13s} err={e:.3f} dp={d:.3f} ({per_seed})"
+                f" {seconds:.0f}s{extra}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":
