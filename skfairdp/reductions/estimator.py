@@ -168,7 +168,10 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
         Communities and Crime, eps=1, DP bound 0.05, test violation 0.19); ``1.0``
         on the constraints holds bounds more tightly at the price of error with
         equalized odds on Adult (bound 0.02: error 0.202 instead of 0.169). A
-        float sets both margins.
+        float sets both margins. The objective's margin also sets the stall test
+        of a private fit: a new atom whose reduced cost is not below ``-margin *
+        std * ||direction||`` counts as a stall, and the next task's multipliers
+        are rescaled (issue 34; cps1988, DP bound 0.05: error 0.330 -> 0.291).
     step : {"fw", "uniform"}, default="fw"
         Frank–Wolfe step ``2 / (t + 2)``, or ``1 / (t + 1)`` (uniform mixture).
     fully_corrective : bool, default=True
@@ -464,8 +467,11 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
                 if private:
                     exact = release_sums(exact, statistics, noise.statistics, random, recorder)
                 J = statistics.clip(exact / total, q)
-            # reduced cost of the new column on the released statistics (post-processing)
-            stalled = float(gradient @ (J - running)) >= 0.0
+            # reduced cost of the new column on the released statistics (post-processing);
+            # a private column must beat the running mixture by more than its noise
+            stalled = float(gradient @ (J - running)) >= -self._stall_slack(
+                gradient, 0.0 if free is not None else atom_std
+            )
             atoms.append(atom)
             stats.append(J)
             kinds.append(None if free is not None else bool(capped))
@@ -475,6 +481,20 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
             running = (1.0 - gamma) * running + gamma * J
             self.history_.append({"iteration": t + 1, "gamma": gamma, **problem.value(running)})
         return atoms, stats, alpha
+
+    def _stall_slack(self, gradient: np.ndarray, std: float) -> float:
+        """How much a new column's reduced cost must fall below 0 for it not to be a stall.
+
+        ``objective margin * std * ||gradient||``: the released statistics' noise
+        moves the reduced cost ``gradient @ J`` by about ``std * ||gradient||`` (public
+        values only). Without it a private oracle that returns the all-0 model again
+        (cps1988, DP bound 0.05: a task that puts 1 on the small group's rows only)
+        looks like an improving column by its noise alone, and the multipliers are
+        never rescaled (issue 34; ``doc/cgoo.md``).
+        """
+        if std == 0.0 or not schedules.CGOO_NOISE_AWARE_STALL:
+            return 0.0
+        return cgoo_noise_margins(self.noise_margin)[1] * std * float(np.linalg.norm(gradient))
 
     def _margin_stds(self) -> tuple[np.ndarray, np.ndarray]:
         """Each atom's noise std times the margins (constraints, objective)."""
