@@ -192,7 +192,12 @@ def test_fit_on_a_source_records_the_in_memory_event(table, make):
         on_source.predict_proba(_source(path)), on_source.predict_proba(X), rtol=1e-12
     )
     accuracy = np.mean(on_source.predict(_source(path)) == frame["label"])
-    assert accuracy > 0.6
+    mixing = getattr(on_source, "tolerance_mixing_", 0.0)
+    if mixing > 0:  # RaCO-DP's check mixed in a constant (600 rows at epsilon = 1)
+        constant = np.mean(frame["label"] == on_source.mixing_class_)
+        assert accuracy > (1 - mixing) * 0.6 + mixing * constant - 0.05
+    else:
+        assert accuracy > 0.6
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # small joint groups at n=600

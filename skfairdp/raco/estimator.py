@@ -250,9 +250,9 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
     --------
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(400, 3))
-    >>> s = rng.integers(0, 2, size=400)  # the sensitive attribute
-    >>> y = (X[:, 0] + s + rng.normal(size=400) > 0.5).astype(int)
+    >>> X = rng.normal(size=(2000, 3))
+    >>> s = rng.integers(0, 2, size=2000)  # the sensitive attribute
+    >>> y = (X[:, 0] + s + rng.normal(size=2000) > 0.5).astype(int)
     >>> from skfairdp import RaCODPClassifier
     >>> clf = RaCODPClassifier("demographic_parity", tolerance=0.05, epsilon=1.0,
     ...                        max_epochs=3, random_state=0)
@@ -260,6 +260,8 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
     (5,)
     >>> round(clf.privacy_spent_.epsilon, 2)
     1.0
+    >>> clf.tolerance_mixing_  # the check confirmed the tolerance: nothing mixed in
+    0.0
     """
 
     _parameter_constraints = parameter_constraints(
