@@ -229,6 +229,9 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         alone).
     mixing_class_ : object or None
         The constant's class (a label from ``classes_``), ``None`` when nothing is mixed.
+    mixing_salt_ : int or None
+        The salt of the row hash that picks the constant's rows, drawn from the fit's
+        random source (the OS CSPRNG under ``secure_mode``); ``None`` without the check.
     dual_steps_ : ndarray of shape (n_constraints,) or None
         The last per-constraint dual step sizes of ``lr_dual="auto"``.
     solution_ : str
@@ -410,6 +413,7 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
             multiplier,
         )  # fmt: skip
         self.tolerance_check_ = check
+        self.mixing_salt_ = int(ctx.random.torch_seed())
         if check.constant_class is None:
             warnings.warn(
                 "enforce_tolerance: no constant predictor meets every constraint, so none "
@@ -424,7 +428,6 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         self.tolerance_mixing_ = float(check.mixing)
         constant = self.classes_[check.constant_class]
         self.mixing_class_ = constant.item() if hasattr(constant, "item") else constant
-        self.mixing_salt_ = int(ctx.random.torch_seed())
         if check.mixing >= MIXING_WARNING:
             over = float(np.max(check.upper - check.bounds))
             why = (
