@@ -28,6 +28,7 @@ import dp_accounting
 from .._fit.budget import calibrated_plan, reserved_zcdp_noise_multiplier
 from .._fit.context import FitContext, NoisePlan
 from ..privacy import epsilon_spent, joint_noise_multiplier, sampled_gaussian_steps_event
+from ..privacy.events import compose
 from ..privacy.joint import joint_sampled_event
 from .enforcement import enforce_noise_multiplier
 from .solutions import SELECTION_SHARE
@@ -152,9 +153,7 @@ class RacoAccounting:
             events.append(
                 dp_accounting.GaussianDpEvent(enforce_noise_multiplier(self.epsilon, ctx.delta))
             )
-        if not events:
-            return dp_accounting.NoOpDpEvent()
-        return events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events)
+        return compose(events)
 
     def _accountant_options(self) -> dict:
         return {"accountant": self.accountant}

@@ -31,6 +31,7 @@ from ..fairness.rates import (
     resolve_constraints,
 )
 from ..fairness.routing import routing_hint
+from ..privacy.collective import from_first_rank
 from .accounting import RacoAccounting
 from .enforcement import check_tolerance, enforce_noise_multiplier, row_uniforms
 from .problem import RacoProblem, pairwise_dual_walk
@@ -91,7 +92,8 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         bound, mix the model with a constant predictor: ``predict`` returns the
         constant class on the smallest share ``p`` of the rows (chosen by a salted
         hash of each row's features, so deterministic) that brings every bound
-        within its tolerance, with the class whose mixture errs least. The tolerance
+        within its tolerance in expectation over those rows' choice, with the class
+        whose mixture errs least. The tolerance
         then holds on the training rows whatever the run did: on a table whose
         smallest group has a few dozen rows at ``epsilon = 1`` the run alone cannot
         meet it, and the model moves toward the constant, with a warning (issue 34).
@@ -413,7 +415,10 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
             multiplier,
         )  # fmt: skip
         self.tolerance_check_ = check
-        self.mixing_salt_ = int(ctx.random.torch_seed())
+        # every data-parallel rank must pick the same rows: rank 0's salt, sent in two
+        # halves that float64 broadcasts carry exactly (one process: the draw as is)
+        high, low = divmod(int(ctx.random.torch_seed()), 2**31)
+        self.mixing_salt_ = int(from_first_rank(high)) * 2**31 + int(from_first_rank(low))
         if check.constant_class is None:
             warnings.warn(
                 "enforce_tolerance: no constant predictor meets every constraint, so none "

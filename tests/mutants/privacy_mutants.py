@@ -125,6 +125,16 @@ MUTANTS = [
         "focus": "tests/test_exact_use.py",
     },
     {
+        "name": "raco-check-exact-counts",
+        "klass": 2,
+        "file": "skfairdp/raco/enforcement.py",
+        "old": "        H = noisy.numpy()\n",
+        "new": "        noisy.numpy()\n",
+        "description": "RaCO-DP's enforce_tolerance check: noise drawn and recorded, the exact "
+        "training counts used for the mix",
+        "focus": "tests/test_raco_enforcement.py",
+    },
+    {
         "name": "fermi-unit-rows-unclipped",
         "klass": 1,
         "file": "skfairdp/engine/clipping.py",
