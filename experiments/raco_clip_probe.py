@@ -31,7 +31,10 @@ RESULTS = HERE / "results"
 CSV = RESULTS / "raco_clip_probe.csv"
 TOLERANCES = (0.02, 0.05)
 NOTIONS = ("demographic_parity", "equalized_odds")
-#: "auto": the default; a number: that C on every table
+#: "auto": the default; a number: that C on every table; "s6": C = n epsilon 6e-4 within
+#: [1, 10] (the default's slope is 2e-4); "s6m8": the same with the tolerance margin's cap
+#: at 0.8 gamma (the default's is 0.5); "m8": the margin's cap alone; "w3" / "w5": the dual
+#: walk (raco.problem.DUAL_WALK) at 0.3 / 0.5 (the default's is 0.15)
 RULES = ("auto", "10")
 
 
@@ -43,9 +46,15 @@ def fit_one(key):
     from skfairdp.fairness.metrics import demographic_parity_violation, equalized_odds_violation
 
     torch.set_num_threads(1)
+    import skfairdp._fit.schedules as schedules
+    import skfairdp.raco.problem as raco_problem
+
     rule, table, notion, gamma, seed = key
     Xtr, Xte, ytr, yte, s_tr, s_te = zoo.split(table, seed)
-    C = "auto" if rule == "auto" else float(rule)
+    C = float(rule) if rule.replace(".", "").isdigit() else "auto"
+    schedules.RACO_CLIP_PER_N_EPSILON = 6e-4 if rule.startswith("s6") else 2e-4
+    raco_problem.MARGIN_CAP = 0.8 if "m8" in rule else 0.5
+    raco_problem.DUAL_WALK = {"w3": 0.3, "w5": 0.5}.get(rule[-2:], 0.15)
     model = RaCODPClassifier(notion, gamma, epsilon=1.0, random_state=seed, max_grad_norm=C)
     start = time.perf_counter()
     with warnings.catch_warnings():

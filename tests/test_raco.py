@@ -918,9 +918,10 @@ def test_auto_schedule_depends_on_n_and_is_stored(small_data):
     )  # non-private: no clipping; the upper end
     private = RaCODPClassifier(epsilon=2.0, max_epochs=1, random_state=0)
     private.fit(X, y, sensitive_features=s)
-    assert private.max_grad_norm_ == 1.0  # 100 rows * 2 / 5,000 < 1
-    assert schedules.raco_max_grad_norm(20_000, 1.0) == pytest.approx(4.0)
-    assert schedules.raco_max_grad_norm(4_000, 1.0) == 1.0  # a few thousand rows: the floor
+    assert private.max_grad_norm_ == 1.0  # 100 rows * 2 * 6e-4 < 1
+    assert schedules.raco_max_grad_norm(10_000, 1.0) == pytest.approx(6.0)
+    assert schedules.raco_max_grad_norm(1_000, 1.0) == 1.0  # a thousand rows: the floor
+    assert schedules.raco_max_grad_norm(20_000, 1.0) == 10.0  # the cap
     assert schedules.raco_max_grad_norm(10**6, 0.5) == 10.0
     assert schedules.raco_batch_size(100) == schedules.RACO_MIN_BATCH
     assert schedules.raco_batch_size(10**7) == schedules.RACO_MAX_BATCH

@@ -135,7 +135,7 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         these clipped gradients, so ``C`` must leave room for the constraint term
         above the loss gradient (clipping bias: with ``C = 1`` a false-negative-rate
         bound of 0.2 on Adult stays out of reach), while the noise grows with ``C``.
-        ``"auto"``: ``n * epsilon / 5,000`` between 1 and 10
+        ``"auto"``: ``n * epsilon * 6e-4`` between 1 and 10
         (``raco_max_grad_norm`` in ``_fit/schedules.py``); see :doc:`/raco`.
     max_sample_weight : float, default=1.0
         Public bound on ``sample_weight``, as in :class:`~skfairdp.DPFermiClassifier`;
