@@ -273,7 +273,7 @@ def raco_max_grad_norm(n_samples: int, epsilon: float, privacy_unit: str = "reco
     with 6, 0.1609 with 12; the gap was the clipping, not the noise) until the zoo
     (issue 34, ``experiments/raco_clip_probe.py``: 15 tables, both notions, gamma 0.02
     and 0.05, epsilon = 1): on HI (16,575 training rows, a 5.6 % minority) ``C = 3.3``
-    left the run at a training gap of 0.061 and the mix at 0.300 test error, ``C =
+    left the run at a mean training gap of 0.061 and the mix at 0.300 test error, ``C =
     9.9`` at 0.044 and 0.279 (CPS1988: 0.359 to 0.333), while the tables of a few
     thousand rows keep ``C`` near the floor; slope 6e-4 gave the zoo's worst excess
     error over ExpGrad 0.156 against 0.180. Non-private training clips nothing (the
