@@ -43,7 +43,20 @@ def balanced_problem_class():
     import torch
 
     from skfairdp.engine.clipping import clipped_total
-    from skfairdp.raco.problem import RacoProblem, hard_predictions, soft_histogram
+    from skfairdp.raco.problem import RacoProblem
+
+    class _KeepSpread:
+        """``S_T`` as the parent's step uses it (``S_T @ coef``: the per-part weights,
+        released values only), noting the largest spread across classes any part has."""
+
+        def __init__(self, matrix, owner):
+            self.matrix, self.owner = matrix, owner
+
+        def __matmul__(self, coef):
+            per_part = self.matrix @ coef
+            spread = per_part.max(dim=1).values - per_part.min(dim=1).values
+            self.owner._spread_max = float(spread.max())
+            return per_part
 
     class BalancedRaco(RacoProblem):
         """RaCO's problem with the loss and the constraint term clipped apart."""
@@ -51,33 +64,9 @@ def balanced_problem_class():
         share = 0.5
         clip = 1.0
 
-        def release_batch_statistics(self, outputs, y, part, weights=None):
-            rows = (
-                hard_predictions(outputs)
-                if self.dual_rates == "hard"
-                else torch.softmax(outputs * self.tau, dim=1)
-            )
-            if weights is not None:
-                rows = rows * weights.to(rows.dtype).unsqueeze(1)
-            H_hat = self.privatize(soft_histogram(rows, part, self.n_parts))
-            rates, denom = self.rates(H_hat)
-            values = self.A_flat @ rates.reshape(-1)
-            scale = self.expected_batch_size
-            if scale is None:
-                scale = len(y) if weights is None else float(weights.sum())
-            coef = (self.lam @ self.A_flat).view_as(rates).div_(denom).mul_(scale)
-            per_part = self.S_T @ coef  # (Q, K): released values only
-            spread = per_part.max(dim=1).values - per_part.min(dim=1).values
-            self._spread_max = float(spread.max())
-            row_weights = per_part.index_select(0, part)
-            counts = (self.S @ H_hat).sum(dim=1)
-            statistics = {"values": values, "counts": counts}
-            if self.margin_z > 0:
-                running = (self.state["count_sum"] + counts) / (self.state["count_steps"] + 1.0)
-                statistics["margins"] = self.tolerance_margins(running)
-            if self.lr_dual is None:
-                statistics["dual_steps"] = self.dual_steps(denom.squeeze(1))
-            return (y, row_weights), statistics
+        @property
+        def S_T(self):  # noqa: N802 (the parent's name)
+            return _KeepSpread(self.__dict__["S_T"], self)
 
         def _factors(self, weights):
             spread = weights.max(dim=1).values - weights.min(dim=1).values
@@ -86,23 +75,18 @@ def balanced_problem_class():
             return torch.where(f > 0, f, torch.ones_like(f))
 
         def primal_objectives(self, outputs, y, weights):
-            log_p = torch.log_softmax(outputs, dim=1)
-            loss = -log_p.gather(1, y.unsqueeze(1)).squeeze(1)
-            soft = torch.softmax(self.tau * outputs, dim=1)
-            term = (weights * soft).sum(dim=1) / self._factors(weights)
+            (combined,), diagnostics = super().primal_objectives(outputs, y, weights)
+            loss = diagnostics["loss"]
             self._part = 0
-            return (loss, term), {"loss": loss}
+            return (loss, (combined - loss) / self._factors(weights)), diagnostics
 
         def primal_output_gradients(self, outputs, y, weights):
-            log_p = torch.log_softmax(outputs, dim=1)
-            p = log_p.exp()
-            loss = -log_p.gather(1, y.unsqueeze(1)).squeeze(1)
-            grad = p.scatter_add(1, y.unsqueeze(1), -torch.ones_like(loss).unsqueeze(1))
-            soft = torch.softmax(self.tau * outputs, dim=1)
-            mean_w = (weights * soft).sum(dim=1, keepdim=True)
-            term = self.tau * soft * (weights - mean_w) / self._factors(weights).unsqueeze(1)
+            (combined,), diagnostics = super().primal_output_gradients(outputs, y, weights)
+            onehot = torch.nn.functional.one_hot(y, outputs.shape[1]).to(outputs.dtype)
+            loss_grad = torch.softmax(outputs, dim=1) - onehot
+            term = (combined - loss_grad) / self._factors(weights).unsqueeze(1)
             self._part = 0
-            return (grad, term), {"loss": loss}
+            return (loss_grad, term), diagnostics
 
         def private_sum(self, per_sample, X, y, row_weights, **kwargs):
             C = self.clip
