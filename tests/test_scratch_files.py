@@ -427,3 +427,35 @@ def test_atexit_removes_what_is_still_live(tmp_path):
     scratch.open(0).close()
     exits.remove_all()  # what the atexit hook runs
     assert not scratch.path.exists()
+
+
+def test_a_directory_made_while_the_handler_removes_is_removed_too(tmp_path, monkeypatch):
+    """A thread making a scratch directory when the signal comes: the handler waits for it.
+
+    The race CI saw once (an empty bucket directory left after SIGTERM): a prefetching
+    thread tracked its directory, the handler removed every live directory (that one
+    did not exist yet), then the thread made it. ``mkdir`` is slowed here so that the
+    handler runs inside that window every time; without the lock the directory stays.
+    """
+    import threading
+
+    from skfairdp.data.scratch import owned_directory
+
+    entered = threading.Event()
+    real_mkdir = Path.mkdir
+
+    def slow_mkdir(self, *args, **kwargs):
+        entered.set()
+        time.sleep(0.3)
+        real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", slow_mkdir)
+    made = []
+    thread = threading.Thread(target=lambda: made.append(owned_directory(tmp_path, "buckets")))
+    thread.start()
+    assert entered.wait(10)
+    monkeypatch.setitem(exits._previous, signal.SIGTERM, lambda signum, frame: None)
+    exits._handler(signal.SIGTERM, None)  # a Python previous handler: the process goes on
+    thread.join(10)
+    assert not exits.closing()
+    assert sorted(tmp_path.glob(f"{PREFIX}*")) == []

@@ -26,9 +26,11 @@ import shutil
 import signal
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["closing", "hold", "release", "remove_all", "track", "untrack"]
+__all__ = ["closing", "creating", "hold", "release", "remove_all", "track", "untrack"]
 
 _SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name)
@@ -37,6 +39,11 @@ _live: dict[str, int] = {}  # path -> the pid that created it (a forked child ow
 _previous: dict[int, object] = {}  # signal -> the handler before ours
 _holders = 0
 _closing = False
+# A directory is tracked and made only under this lock, and the signal handler takes it
+# before removing: otherwise a thread could make one between the handler's removal and
+# the end of the process (seen once in CI: an empty bucket directory left after SIGTERM).
+# Re-entrant: the handler runs in the main thread, which may hold it itself.
+_creating = threading.RLock()
 
 
 def track(path: Path) -> None:
@@ -52,6 +59,19 @@ def untrack(path: Path) -> None:
 def closing() -> bool:
     """Whether a terminating signal is being handled (no new directory may be made)."""
     return _closing
+
+
+@contextmanager
+def creating() -> Iterator[None]:
+    """Hold while tracking and making a scratch directory (:func:`track`, then ``mkdir``).
+
+    Raises RuntimeError when a terminating signal is being handled; the handler
+    waits for a directory being made to exist, then removes it with the others.
+    """
+    with _creating:
+        if _closing:
+            raise RuntimeError("the process is terminating (a signal came in)")
+        yield
 
 
 def remove_all() -> None:
@@ -77,13 +97,16 @@ def _handler(signum: int, frame) -> None:
     if callable(previous):
         _closing = True  # no new scratch file while they are removed
         try:
-            remove_all()
+            with _creating:
+                remove_all()
         finally:
             _closing = False
         previous(signum, frame)  # e.g. raises KeyboardInterrupt
         return
-    # the default action: remove the files, then end by the same signal
+    # the default action: remove the files, then end by the same signal; the lock is
+    # kept to the end, so no thread makes a directory after the removal
     _closing = True
+    _creating.acquire()
     remove_all()
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)

@@ -168,12 +168,12 @@ def owned_directory(parent, kind: str) -> Path:
     path = parent / f"skfairdp-{kind}-{host_tag()}-{pid}-{start}-{secrets.token_hex(6)}"
     if _NAME.match(path.name) is None:
         raise ValueError(f"kind: lower-case words joined by '-', got {kind!r}")
-    # tracked before it exists: a signal arriving in between still finds it
-    exits.track(path)
     try:
-        path.mkdir(mode=0o700)
-        if exits.closing():  # a terminating signal came in from another thread
-            raise RuntimeError("the process is terminating")
+        # tracked before it exists (a signal arriving in between still finds it), and
+        # both under the lock a terminating signal's handler takes before it removes
+        with exits.creating():
+            exits.track(path)
+            path.mkdir(mode=0o700)
     except BaseException:
         remove_directory(path)
         raise
