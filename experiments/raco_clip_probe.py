@@ -59,9 +59,10 @@ def fit_and_score(key, model, split) -> dict:
     }[notion]
     ptr, pte = model.predict(Xtr), model.predict(Xte)
     mixing = getattr(model, "tolerance_mixing_", 0.0)
+    run_tr = ptr
     if mixing:
         model.tolerance_mixing_ = 0.0  # the run's model alone
-    run_tr = model.predict(Xtr)
+        run_tr = model.predict(Xtr)
     majority = np.bincount(ytr).argmax()
     return {
         "rule": rule, "table": table, "notion": notion, "gamma": gamma, "seed": seed,
