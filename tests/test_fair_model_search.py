@@ -11,7 +11,7 @@ from dp_accounting.rdp import RdpAccountant
 
 from skfairdp.model_selection import FairCandidate, FairModelSearch, default_space
 from skfairdp.model_selection.accounting import choice_cover, dominates
-from skfairdp.model_selection.fair_search import selection_tier
+from skfairdp.model_selection.fair_search import selection_tier, self_bounded
 from skfairdp.privacy import epsilon_spent
 from skfairdp.privacy.accountant import _rdp_of
 from skfairdp.privacy.choice import ChoiceDpEvent
@@ -82,6 +82,24 @@ def test_selection_tiers():
     fairer = selection_tier({"score": 0.60, "violation": 0.10}, 0.30, bound)
     assert certified > point_only > fairer > neither
     assert selection_tier({"score": 0.8, "violation": 0.0}, 0.04, bound) > certified
+    # a candidate enforcing a tighter bound on its training rows, not contradicted
+    # by the validation interval, beats a point-only run but not a qualified one
+    bounded = selection_tier(
+        {"score": 0.80, "violation": 0.08}, 0.30, bound, lower=0.0, bounded=True
+    )
+    assert certified > bounded > point_only
+    contradicted = selection_tier(
+        {"score": 0.80, "violation": 0.20}, 0.35, bound, lower=0.06, bounded=True
+    )
+    assert contradicted < point_only
+
+
+def test_self_bounded_candidates():
+    assert self_bounded({"family": "raco", "knob": 0.02}, 0.05)
+    assert self_bounded({"family": "cgoo", "knob": 0.025}, 0.05)
+    assert not self_bounded({"family": "raco", "knob": 0.05}, 0.05)
+    assert not self_bounded({"family": "dpfermi", "knob": 0.01}, 0.05)
+    assert not self_bounded({"family": "dpto", "knob": None}, 0.05)
 
 
 def test_default_space():

@@ -17,13 +17,16 @@ The whole thing is one mechanism inside one ``(epsilon, delta)``:
    its violation interval (sampling and noise, as
    :class:`~skfairdp.metrics.PrivateMetricFrame` computes it) is within
    ``max_violation``; a qualifying run beats every other, the most accurate (noisy
-   accuracy) among them wins; without one, the most accurate run whose noisy point
-   violation is within the bound, and without that the run with the smallest upper
+   accuracy) among them wins; without one, the most accurate run of a candidate that
+   enforces at most half the bound on its own training rows (RaCO-DP, CGOO) and whose
+   interval's lower end is within the bound; then the most accurate run whose noisy
+   point violation is within the bound, and last the run with the smallest upper
    end (:func:`selection_tier`: a total order on single runs, as the theorem
-   requires). A run whose model is outside the bound (tier 0), or less accurate than
-   the majority class by the run's own noisy label counts, becomes that constant
-   predictor (:class:`~.families.MajorityClass`, violation 0; post-processing of the
-   run's release), ranked in the tier of what it replaced (at least tier 1);
+   requires; a run's candidate is part of its output). A run whose model is outside
+   the bound, or less accurate than the majority class by the run's own noisy label
+   counts, becomes that constant predictor (:class:`~.families.MajorityClass`,
+   violation 0; post-processing of the run's release), ranked in the tier of what it
+   replaced (at least the point tier);
 4. the certificate (:mod:`.certificate`): the selected model's certification
    counts, released once; its intervals are not optimistic (the rows are fresh
    for the selected model).
@@ -77,18 +80,53 @@ class NoQualifyingCandidateWarning(UserWarning):
     """No run's validation interval was within the bound: the fairest run was selected."""
 
 
-def selection_tier(stats: dict, upper: float, max_violation: float) -> tuple:
+#: tiers of :func:`selection_tier` (larger is better)
+QUALIFIED, SELF_BOUNDED, POINT_WITHIN, OUTSIDE = 3, 2, 1, 0
+TIER_NAMES = {
+    QUALIFIED: "qualified", SELF_BOUNDED: "self_bounded", POINT_WITHIN: "point_within",
+    OUTSIDE: "outside",
+}  # fmt: skip
+#: RaCO-DP and CGOO promise their own bound on their training rows (RaCO-DP's
+#: enforced tolerance, CGOO's restricted master on its released statistics); a run
+#: whose own bound is at most this share of the stated one leaves the rest of the
+#: bound to the sampling error of new rows (tier ``SELF_BOUNDED``)
+SELF_BOUND_SHARE = 0.5
+#: the families whose knob is a bound they enforce on their training rows
+SELF_BOUNDING_FAMILIES = ("raco", "cgoo")
+
+
+def self_bounded(params: dict, max_violation: float) -> bool:
+    """Whether a run's candidate enforces, on its own training rows, a bound of at most
+    :data:`SELF_BOUND_SHARE` of ``max_violation`` (public: the candidate's parameters)."""
+    knob = params.get("knob")
+    return (
+        params.get("family") in SELF_BOUNDING_FAMILIES
+        and knob is not None
+        and float(knob) <= SELF_BOUND_SHARE * float(max_violation) + 1e-12
+    )
+
+
+def selection_tier(
+    stats: dict, upper: float, max_violation: float, *, lower: float = 0.0,
+    bounded: bool = False,
+) -> tuple:  # fmt: skip
     """Total order on one run's noisy validation statistics (larger is better).
 
-    A run whose violation interval's upper end is within the bound (tier 2) beats
-    one whose noisy point value is (tier 1), which beats the rest (tier 0); the
-    noisy accuracy orders runs within tiers 2 and 1, the upper end within tier 0.
+    A run whose violation interval's upper end is within the bound (``QUALIFIED``)
+    beats a run of a candidate that enforces a tighter bound on its own training rows
+    (``bounded``, :func:`self_bounded`) whose interval's lower end is within the bound
+    (the validation rows do not contradict it: ``SELF_BOUNDED``), which beats one whose
+    noisy point value is within the bound (``POINT_WITHIN``), which beats the rest
+    (``OUTSIDE``); the noisy accuracy orders runs within the first three tiers, the
+    upper end within the last.
     """
     if upper <= max_violation:
-        return (2, stats["score"])
+        return (QUALIFIED, stats["score"])
+    if bounded and lower <= max_violation:
+        return (SELF_BOUNDED, stats["score"])
     if stats["violation"] <= max_violation:
-        return (1, stats["score"])
-    return (0, -upper)
+        return (POINT_WITHIN, stats["score"])
+    return (OUTSIDE, -upper)
 
 
 class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -151,6 +189,12 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         The upper end of its validation violation interval.
     qualified_ : bool
         Whether that upper end was within ``max_violation``.
+    selection_basis_ : str
+        Why the selected run won (:func:`selection_tier`): ``"qualified"`` (its
+        validation upper end is within the bound), ``"self_bounded"`` (its candidate
+        enforces at most ``SELF_BOUND_SHARE`` of the bound on its own training rows and
+        the validation interval's lower end is within it), ``"point_within"`` (only the
+        noisy point value is), ``"outside"``, or ``"majority"`` (the constant).
     certificate_ : Certificate
         Intervals for the selected model's violation and accuracy on new rows, from
         the certification part (:mod:`skfairdp.model_selection.certificate`).
@@ -344,7 +388,10 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.best_estimator_, self.best_params_ = model, params
         self.best_score_ = stats["score"]
         self.best_violation_upper_ = stats["upper"]
-        self.qualified_ = stats["key"][0] == 2
+        self.qualified_ = stats["key"][0] == QUALIFIED
+        self.selection_basis_ = (
+            "majority" if params["family"] == "majority" else TIER_NAMES[stats["key"][0]]
+        )
         self.n_features_in_ = getattr(model, "n_features_in_", None)
         if hasattr(model, "feature_names_in_"):
             self.feature_names_in_ = model.feature_names_in_
@@ -364,11 +411,17 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 stacklevel=3,
             )
         elif not self.qualified_:
+            basis = (
+                f"it enforces {params['knob']:g} on its own training rows and the validation "
+                "interval does not contradict the bound"
+                if stats["key"][0] == SELF_BOUNDED
+                else "(selection_tier)"
+            )
             message = (
                 f"no run's {self.fairness} interval (upper end at confidence "
                 f"{self.confidence:g}) on the validation rows was within max_violation="
-                f"{self.max_violation:g}; the selected run's upper end is {stats['upper']:.3f} "
-                "(selection_tier). See certificate_ for what it meets on new rows."
+                f"{self.max_violation:g}; the selected run's upper end is {stats['upper']:.3f}, "
+                f"{basis}. See certificate_ for what it meets on new rows."
             )
             if self.if_none_qualifies == "raise":
                 raise ValueError(message)
@@ -395,14 +448,18 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         noisy = noisy.numpy()
         stats = noisy_statistics(noisy, self.fairness, "accuracy")
         frame = validation_frame(noisy, encoder, z, delta, random.seed, self.secure_mode)
-        upper = violation_interval(frame, self.fairness, self.confidence).upper
-        key = selection_tier(stats, upper, self.max_violation)
+        interval = violation_interval(frame, self.fairness, self.confidence)
+        upper = interval.upper
+        key = selection_tier(
+            stats, upper, self.max_violation, lower=interval.lower,
+            bounded=self_bounded(params, self.max_violation),
+        )  # fmt: skip
         labels = np.maximum(noisy, 0.0).sum(axis=(0, 2))  # the release's noisy label counts
         accuracy = float(labels.max() / max(labels.sum(), 1.0))
-        # the majority class (violation 0) replaces a model outside the bound (tier 0) or
-        # less accurate than it, and ranks with what it replaced (at least tier 1)
-        constant = (max(key[0], 1), accuracy)
-        if key[0] == 0 or accuracy > stats["score"]:
+        # the majority class (violation 0) replaces a model outside the bound or less
+        # accurate than it, and ranks with what it replaced (at least POINT_WITHIN)
+        constant = (max(key[0], POINT_WITHIN), accuracy)
+        if key[0] == OUTSIDE or accuracy > stats["score"]:
             fallback = MajorityClass(self.classes_, self.classes_[int(np.argmax(labels))],
                                      X_tr.shape[1])  # fmt: skip
             return fallback, {"score": constant[1], "upper": 0.0, "key": constant,
