@@ -107,10 +107,10 @@ def test_default_space():
     spaces = default_space(0.04, True)
     assert {s["family"][0] for s in spaces} == {"dpfermi", "raco", "cgoo", "dpto"}
     raco = next(s for s in spaces if s["family"] == ["raco"])
-    assert raco["knob"] == [0.04, 0.016]
+    assert raco["knob"] == [0.016]
     cgoo = next(s for s in spaces if s["family"] == ["cgoo"])
     assert cgoo["knob"] == [0.016]
-    assert sum(len(s["knob"]) for s in default_space(0.05, False)) == 5
+    assert sum(len(s["knob"]) for s in default_space(0.05, False)) == 4
 
 
 # -- the search end to end -------------------------------------------------------------
