@@ -203,3 +203,35 @@ def test_majority_class_replaces_a_model_outside_the_bound():
     cert = search.certificate_
     assert cert.violation == 0.0 and cert.violation_interval == (0.0, 0.0) and cert.meets_bound
     assert search.privacy_spent_.epsilon <= 2.0 + 1e-9
+
+
+def test_majority_fallback_predicts_the_released_majority_label(monkeypatch):
+    X, y, s = _data(700)
+    z_seen = []
+    original = FairModelSearch._majority_label
+
+    def spy(self, y_seen, z, random):
+        z_seen.append((len(y_seen), z))
+        return original(self, y_seen, z, random)
+
+    monkeypatch.setattr(FairModelSearch, "_majority_label", spy)
+    search = FairModelSearch(
+        "demographic_parity", 1e-4, epsilon=2.0, candidates=FERMI, random_state=0
+    ).fit(X, y, sensitive_features=s)
+    # the training and validation parts' labels, released once with the score noise
+    assert z_seen == [(700 - int(np.ceil(0.2 * 700)), search.score_noise_multiplier_)]
+    assert search.majority_label_ == np.bincount(y).argmax()  # 57 / 43: the noise cannot flip it
+    *_, label_release = search.dp_event_.events
+    assert label_release == dp_accounting.GaussianDpEvent(search.score_noise_multiplier_)
+    assert search.best_params_["family"] == "majority"
+    assert (search.predict(X[:20]) == search.majority_label_).all()
+    # the fallback predicts whatever that release says, not a run's own counts
+    # (labels 90 / 10: a run's own noisy validation counts would say 0)
+    y_rare = (X[:, 0] > 1.3).astype(int)
+    assert 0.05 < y_rare.mean() < 0.15
+    monkeypatch.setattr(FairModelSearch, "_majority_label", lambda self, *a: 1)
+    flipped = FairModelSearch(
+        "demographic_parity", 1e-4, epsilon=2.0, candidates=FERMI, random_state=0
+    ).fit(X, y_rare, sensitive_features=s)
+    assert flipped.best_params_["family"] == "majority"
+    assert (flipped.predict(X[:20]) == 1).all()

@@ -197,8 +197,9 @@ class MajorityClass:
 
     Its violation of demographic parity, equalized odds or equal opportunity is exactly 0,
     so it meets any bound; a search keeps it when no candidate it ran is both within the
-    bound and more accurate. ``label`` comes from a run's released (noisy) label counts,
-    so choosing it is post-processing of that release.
+    bound and more accurate. ``label`` comes from the search's one release of noisy
+    label counts (training and validation parts), so choosing it is post-processing of
+    that release.
 
     Parameters
     ----------
