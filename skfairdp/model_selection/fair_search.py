@@ -24,10 +24,10 @@ The whole thing is one mechanism inside one ``(epsilon, delta)``:
    end (:func:`selection_tier`: a total order on single runs, as the theorem
    requires; a run's candidate is part of its output). A run whose model is outside
    the bound, or less accurate than the majority class by the run's own noisy label
-   counts, becomes that constant predictor (its class read from one release of the
-   training and validation parts' label counts before the runs) (:class:`~.families.MajorityClass`,
-   violation 0; post-processing of the run's release), ranked in the tier of what it
-   replaced (at least the point tier);
+   counts, becomes that constant predictor (:class:`~.families.MajorityClass`,
+   violation 0; its class from one release of the training and validation parts'
+   label counts before the runs), ranked in the tier of what it replaced (at least
+   the point tier);
 4. the certificate (:mod:`.certificate`): the selected model's certification
    counts, released once; its intervals are not optimistic (the rows are fresh
    for the selected model).
@@ -440,9 +440,9 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def _majority_label(self, y_seen, z: float, random: RandomSource):
         """The class the majority-class fallback predicts: the larger of the label counts
         of the training and validation parts, released once with noise ``z`` (one-hot rows:
-        sensitivity 1). Each run's validation counts alone (about 20 % of the rows, the
-        noise of ``2 x n_groups`` cells) picked the minority label of ACS12's 53 / 47
-        labels in some seeds."""
+        sensitivity 1). A run's own validation counts carry the noise of
+        ``2 x n_groups`` cells on a fifth of the rows: too little to tell near-balanced
+        labels apart."""
         counts = np.bincount(np.searchsorted(self.classes_, y_seen), minlength=2)
         noisy, _ = noisy_count(torch.as_tensor(counts, dtype=torch.float64), z, random)
         return self.classes_[int(np.argmax(noisy.numpy()))]
