@@ -51,6 +51,19 @@ class CrossEntropyProblem:
         loss = torch.nn.functional.cross_entropy(outputs, y, reduction="none")
         return (loss,), {"loss": loss}
 
+    def primal_output_gradients(self, outputs, y, groups):
+        """:meth:`primal_objectives` differentiated by hand: ``softmax(outputs) - onehot(y)``.
+
+        A logistic regression's step then runs no autograd (issue 39). The kernel is
+        the one autograd calls for ``log_softmax``, so the gradients are bit-identical.
+        """
+        log_p = torch.log_softmax(outputs, dim=1)
+        rows = y.unsqueeze(1)
+        loss = log_p.gather(1, rows).squeeze(1).neg_()
+        minus_onehot = torch.zeros_like(log_p).scatter_(1, rows, -1.0)
+        grad = torch._log_softmax_backward_data(minus_onehot, log_p, 1, log_p.dtype)
+        return (grad,), {"loss": loss}
+
 
 class ActivationModuleMixin:
     """The default module with the ``activation`` parameter (for ``hidden_layer_sizes``)."""

@@ -181,12 +181,49 @@ def apply(release: NoisyRelease, problem, grads_of, optimizer) -> dict:
     primal = release.primal / release.denominator
     for p, g in zip(grads_of.params, grads_of.unflatten(primal)):
         p.grad = g
-    optimizer.step()
+    if plain_sgd(optimizer):
+        # what SGD.step does for these settings on CPU, without its per-call overhead
+        lr = optimizer.param_groups[0]["lr"]
+        with torch.no_grad():
+            for p in grads_of.params:
+                p.add_(p.grad, alpha=-lr)
+    else:
+        optimizer.step()
     if release.dual is not None:
         problem.dual_step(release.dual / release.denominator)
     if release.statistics:
         problem.apply_statistics(release.statistics)
     return getattr(problem, "state", {})
+
+
+#: SGD settings under which a step is ``p -= lr * grad`` and keeps no state
+_PLAIN_SGD = {"momentum": 0, "dampening": 0, "weight_decay": 0, "nesterov": False,
+              "maximize": False, "differentiable": False}  # fmt: skip
+
+
+def plain_sgd(optimizer) -> bool:
+    """Whether ``optimizer.step()`` is exactly ``p.add_(p.grad, alpha=-lr)`` on each parameter.
+
+    ``torch.optim.SGD`` itself (not a subclass), one parameter group without momentum,
+    weight decay or the fused/foreach kernels, on CPU parameters, with no step hooks and
+    ``step`` not wrapped (an LR scheduler wraps it to count the calls).
+    """
+    if type(optimizer) is not torch.optim.SGD or len(optimizer.param_groups) != 1:
+        return False
+    group = optimizer.param_groups[0]
+    if any(group.get(key, value) != value for key, value in _PLAIN_SGD.items()):
+        return False
+    if group.get("fused") or group.get("foreach") or isinstance(group["lr"], torch.Tensor):
+        return False
+    if optimizer._optimizer_step_pre_hooks or optimizer._optimizer_step_post_hooks:
+        return False
+    if "step" in vars(optimizer):  # wrapped, e.g. by an LR scheduler counting the steps
+        return False
+    from torch.optim.optimizer import _global_optimizer_post_hooks, _global_optimizer_pre_hooks
+
+    if _global_optimizer_pre_hooks or _global_optimizer_post_hooks:
+        return False
+    return all(p.device.type == "cpu" for p in group["params"])
 
 
 def _after(released: dict, batch):
