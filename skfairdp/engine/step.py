@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
+from torch.optim import optimizer as _optimizer_module
 
 from ..privacy.collective import local_releases, sum_over_ranks
 from ..privacy.mechanisms import gaussian_sum
@@ -219,9 +220,10 @@ def plain_sgd(optimizer) -> bool:
         return False
     if "step" in vars(optimizer):  # wrapped, e.g. by an LR scheduler counting the steps
         return False
-    from torch.optim.optimizer import _global_optimizer_post_hooks, _global_optimizer_pre_hooks
-
-    if _global_optimizer_pre_hooks or _global_optimizer_post_hooks:
+    if any(
+        getattr(_optimizer_module, f"_global_optimizer_{kind}_hooks", None)
+        for kind in ("pre", "post")
+    ):
         return False
     return all(p.device.type == "cpu" for p in group["params"])
 
