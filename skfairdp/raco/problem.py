@@ -197,6 +197,10 @@ class RacoProblem:
         # flat forms for a step of few kernels: values = A_flat @ rates, W = S^T (lam A) / n
         self.A_flat = self.A.reshape(self.A.shape[0], -1)
         self.S_T = self.S.T.contiguous()
+        # constants of the per-step dual steps and margins, computed once
+        self._A_sq = (self.A**2).sum(dim=2)
+        self._sqrt_steps = math.sqrt(self.planned_steps)
+        self._margin_caps = MARGIN_CAP * self.gamma.clamp(min=0.0)
         self.violation_log: list[torch.Tensor] = []
         self.lambda_log: list[torch.Tensor] = []
         self.n_releases = 0
@@ -240,14 +244,19 @@ class RacoProblem:
         count so far (this histogram included); rates are then linear in
         ``H_hat``, hence unbiased, and are not clipped.
         """
+        return self._rates(H_hat)[:2]
+
+    def _rates(self, H_hat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`rates`, and the released set counts ``(M,)`` they come from."""
         sums = self.S @ H_hat
         counts = sums.sum(dim=1, keepdim=True)
+        released = counts.squeeze(1).clone()
         if self.denominators == "batch" or self.histogram_noise is None:
             denom = counts.clamp_(min=MIN_COUNT)
-            return (sums / denom).clamp_(0.0, 1.0), denom
+            return (sums / denom).clamp_(0.0, 1.0), denom, released
         total = self.state["count_sum"].unsqueeze(1) + counts
         denom = (total / (self.state["count_steps"] + 1.0)).clamp_(min=MIN_COUNT)
-        return sums / denom, denom
+        return sums / denom, denom, released
 
     def release_batch_statistics(self, outputs, y, part, weights=None):
         if self.dual_rates == "hard":
@@ -258,7 +267,7 @@ class RacoProblem:
             rows = rows * weights.to(rows.dtype).unsqueeze(1)
         H_hat = self.privatize(soft_histogram(rows, part, self.n_parts))
         # --- everything below is post-processing of H_hat ---
-        rates, denom = self.rates(H_hat)
+        rates, denom, counts = self._rates(H_hat)
         values = self.A_flat @ rates.reshape(-1)
         # per-part weights at the current lambda (simultaneous descent-ascent)
         scale = self.expected_batch_size
@@ -266,7 +275,6 @@ class RacoProblem:
             scale = len(y) if weights is None else float(weights.sum())
         coef = (self.lam @ self.A_flat).view_as(rates).div_(denom).mul_(scale)
         weights = (self.S_T @ coef).index_select(0, part)
-        counts = (self.S @ H_hat).sum(dim=1)
         statistics = {"values": values, "counts": counts}
         if self.margin_z > 0:
             running = (self.state["count_sum"] + counts) / (self.state["count_steps"] + 1.0)
@@ -295,8 +303,8 @@ class RacoProblem:
             std = self.histogram_scale * self.max_weight
             s2 = std**2 * (2.0 if self.histogram_noise == "laplace" else 1.0)
         var = (self.parts_per_set * s2 + 0.25 * denom) / denom.square()  # (M,)
-        sigma = ((self.A**2).sum(dim=2) @ var).sqrt()  # (J,)
-        return (self.dual_walk / (sigma * math.sqrt(self.planned_steps))).clamp_(max=LR_DUAL_MAX)
+        sigma = (self._A_sq @ var).sqrt()  # (J,)
+        return (self.dual_walk / (sigma * self._sqrt_steps)).clamp_(max=LR_DUAL_MAX)
 
     def tolerance_margins(self, running_counts: torch.Tensor) -> torch.Tensor:
         """Per-constraint tightening ``min(MARGIN_CAP gamma_j, z sigma_j)`` of the bounds.
@@ -315,8 +323,8 @@ class RacoProblem:
         if self.margin_z == 0:
             return torch.zeros_like(self.gamma)
         rows = (running_counts / self.sampling_rate).clamp(min=MIN_COUNT)
-        sigma = ((self.A**2).sum(dim=2) @ (0.25 / rows)).sqrt()
-        return torch.minimum(self.margin_z * sigma, MARGIN_CAP * self.gamma.clamp(min=0.0))
+        sigma = (self._A_sq @ (0.25 / rows)).sqrt()
+        return torch.minimum(self.margin_z * sigma, self._margin_caps)
 
     def apply_statistics(self, statistics: dict) -> None:
         """Dual ascent on the released values; running counts (post-processing of ``H_hat``)."""
