@@ -86,7 +86,7 @@ def dataloader_sgd_epoch_seconds(X, y, batch_size, epochs, lr=0.5):
     return times
 
 
-def fermi_epoch_seconds(X, y, s, batch_size, epochs, estimator=DPFermiClassifier, **params):
+def private_epoch_seconds(X, y, s, batch_size, epochs, estimator=DPFermiClassifier, **params):
     """Wall-clock and CPU seconds per epoch, and steps per epoch, of a private fit
     (DP-FERMI unless ``estimator`` says otherwise; groups go to those that take them)."""
     clock = EpochClock()
@@ -138,7 +138,7 @@ def main(argv=None):
                 X, y, batch_size, args.epochs, clock=time.process_time
             )
             for name, params in variants.items():
-                durations, cpu_times, n_steps = fermi_epoch_seconds(
+                durations, cpu_times, n_steps = private_epoch_seconds(
                     X, y, s, batch_size, args.epochs, **params
                 )
                 wall[name] += durations[1:]  # the first epoch is warm-up

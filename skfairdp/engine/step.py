@@ -184,10 +184,11 @@ def apply(release: NoisyRelease, problem, grads_of, optimizer) -> dict:
         p.grad = g
     if plain_sgd(optimizer):
         # what SGD.step does for these settings on CPU, without its per-call overhead
-        lr = optimizer.param_groups[0]["lr"]
+        group = optimizer.param_groups[0]
         with torch.no_grad():
-            for p in grads_of.params:
-                p.add_(p.grad, alpha=-lr)
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-group["lr"])
     else:
         optimizer.step()
     if release.dual is not None:

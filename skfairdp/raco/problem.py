@@ -236,21 +236,18 @@ class RacoProblem:
             recorder=self.recorder,
         )[0]
 
-    def rates(self, H_hat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-set rates ``(M, K)`` and floored denominators ``(M, 1)`` of a released histogram.
+    def rates(self, H_hat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per-set rates ``(M, K)``, floored denominators ``(M, 1)`` and the released set
+        counts ``(M,)`` of a released histogram.
 
         ``"batch"`` denominators: this histogram's set counts, rates clipped to
         [0, 1] (a ratio of two noisy counts). ``"running"``: the mean released
         count so far (this histogram included); rates are then linear in
         ``H_hat``, hence unbiased, and are not clipped.
         """
-        return self._rates(H_hat)[:2]
-
-    def _rates(self, H_hat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """:meth:`rates`, and the released set counts ``(M,)`` they come from."""
         sums = self.S @ H_hat
         counts = sums.sum(dim=1, keepdim=True)
-        released = counts.squeeze(1).clone()
+        released = counts.squeeze(1).clone()  # denom below may clamp counts in place
         if self.denominators == "batch" or self.histogram_noise is None:
             denom = counts.clamp_(min=MIN_COUNT)
             return (sums / denom).clamp_(0.0, 1.0), denom, released
@@ -267,7 +264,7 @@ class RacoProblem:
             rows = rows * weights.to(rows.dtype).unsqueeze(1)
         H_hat = self.privatize(soft_histogram(rows, part, self.n_parts))
         # --- everything below is post-processing of H_hat ---
-        rates, denom, counts = self._rates(H_hat)
+        rates, denom, counts = self.rates(H_hat)
         values = self.A_flat @ rates.reshape(-1)
         # per-part weights at the current lambda (simultaneous descent-ascent)
         scale = self.expected_batch_size
