@@ -88,12 +88,12 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         After training, check the returned model's constraints on the training rows
         with one noisy release (``ENFORCE_SHARE`` = 30 % of the budget's zCDP rho,
         accounted; exact and free when ``epsilon=inf``) and, where an upper
-        confidence bound (``ENFORCE_Z`` = 1 sd above the noisy value) exceeds a
+        confidence bound (``ENFORCE_Z`` = 0.5 sd above the noisy value) exceeds a
         bound, mix the model with a constant predictor: ``predict`` returns the
         constant class on the smallest share ``p`` of the rows (chosen by a salted
-        hash of each row's features, so deterministic) that brings every bound
-        within its tolerance in expectation over those rows' choice, with the class
-        whose mixture errs least. The tolerance
+        hash of each row's features, so deterministic) that brings the largest gap
+        (fairlearn's difference) within its tolerance in expectation over those
+        rows' choice, with the class whose mixture errs least. The tolerance
         then holds on the training rows whatever the run did: on a table whose
         smallest group has a few dozen rows at ``epsilon = 1`` the run alone cannot
         meet it, and the model moves toward the constant, with a warning (issue 34).
