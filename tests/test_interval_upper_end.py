@@ -26,11 +26,14 @@ two, 4.1 % in the third, checked on more releases), and fails with a false-alarm
 from __future__ import annotations
 
 import math
+import warnings
 
+import numpy as np
 import pytest
 from scipy import stats
 
 from skfairdp.evaluation.simulation import Population, simulate
+from skfairdp.metrics import PrivateMetricFrame
 
 #: (name, population, rows, epsilon, metric, gap, allowed share of misses, releases)
 SETTINGS = [
@@ -70,3 +73,23 @@ def test_the_upper_end_holds_a_gap_near_zero(
     assert difference["target"] == "difference"
     assert difference["value"] == pytest.approx(gap)
     assert difference["above_upper"] <= most_misses(releases, share), (name, difference)
+
+
+def test_a_rate_gap_interval_stays_within_one():
+    """Small groups at a small epsilon: the folded interval's upper end went above 1 (1.13
+    here before), though a gap between two rates is at most 1."""
+    highest = 0.0
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        s = (rng.random(60) < 0.2).astype(int)
+        y, pred = rng.integers(0, 2, 60), rng.integers(0, 2, 60)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            frame = PrivateMetricFrame(
+                metrics={"tpr": "true_positive_rate", "selection": "selection_rate"},
+                y_true=y, y_pred=pred, sensitive_features=s, epsilon=0.2, random_state=seed,
+            )  # fmt: skip
+            lower, upper = frame.interval("difference")
+        assert np.all(np.asarray(lower) >= 0.0)
+        highest = max(highest, float(np.max(np.asarray(upper))))
+    assert 0.9 < highest <= 1.0

@@ -439,6 +439,10 @@ class PrivateMetricFrame:
                                                       float(self.max_sample_weight))  # fmt: skip
                 low, high = bound(groups, pooled, points, np.float64(overall[name]), method,
                                   confidence, **extra)  # fmt: skip
+                if kind == "difference" and not metric.is_count:
+                    # a gap between two rates is at most 1; the folded normal's upper end
+                    # is not bounded (small groups at a small epsilon reached 1.3)
+                    high = np.minimum(high, 1.0)
             lower[name], upper[name] = low, high
         return lower, upper
 
