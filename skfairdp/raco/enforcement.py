@@ -55,7 +55,8 @@ import math
 
 import numpy as np
 import torch
-from scipy.special import ndtr
+from scipy.special import ndtr, ndtri
+from scipy.stats import qmc
 
 from .._fit.base import row_chunks
 from .._fit.budget import reserved_zcdp_noise_multiplier
@@ -71,6 +72,7 @@ __all__ = [
     "ToleranceCheck",
     "check_tolerance",
     "coin_loadings",
+    "coin_points",
     "coin_variance",
     "enforce_noise_multiplier",
     "folded_mean",
@@ -281,10 +283,21 @@ def folded_mean(mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
     return np.where(sd > 0, folded, np.abs(mu))
 
 
-#: standard normal draws (fixed: a numerical integral over the coins, not data noise) and
-#: grid points per chunk of :func:`_smallest_mix`
-COIN_DRAWS = 2000
+#: log2 of the points of the quasi-Monte Carlo integral over the coins in
+#: :func:`_smallest_mix` (unscrambled Sobol' points, the first, 0, dropped: deterministic,
+#: no generator and no seed, so nothing to draw from the CSPRNG under ``secure_mode``),
+#: and grid points per chunk
+COIN_POINTS_LOG2 = 11
 _GRID_CHUNK = 50
+
+
+def coin_points(dim: int) -> np.ndarray:
+    """``(2**COIN_POINTS_LOG2 - 1, dim)`` standard normal points: unscrambled Sobol'
+    points (the first, 0, dropped) through the normal quantile. Deterministic."""
+    if dim == 0:
+        return np.zeros((2**COIN_POINTS_LOG2 - 1, 0))
+    points = qmc.Sobol(dim, scramble=False).random_base2(COIN_POINTS_LOG2)[1:]
+    return ndtri(points)
 
 
 def _smallest_mix(
@@ -302,8 +315,8 @@ def _smallest_mix(
     and well above it where the mix is nearly the constant on sets of a few dozen rows
     or many gaps are maximised at once (six groups: 60 equalized-odds gaps; the mean of
     each one alone, as before issue 34's last round, left the realised largest gap
-    above the bound on such tables). The mean is a fixed Monte Carlo integral of
-    :data:`COIN_DRAWS` draws. Other constraints (rates, custom combinations) are linear
+    above the bound on such tables). The mean is a fixed quasi-Monte Carlo integral
+    (:func:`coin_points`). Other constraints (rates, custom combinations) are linear
     in the coins: their mean is ``mu_j``. ``p = 1`` (the constant, no coins) always
     qualifies when ``C_j <= b_j``. Searched on a grid of step 1/1000 above the smallest
     ``p`` of ``mu_j`` alone.
@@ -315,7 +328,7 @@ def _smallest_mix(
     start = float(np.max(np.where(gap > 0, (upper[over] - bounds[over]) / gap, 1.0)))
     grid = np.linspace(min(max(start, 0.0), 1.0), 1.0, 1001)
     parity = np.isclose(const, 0.0)
-    coins = np.random.default_rng(0).standard_normal((COIN_DRAWS, loadings.shape[1]))
+    coins = coin_points(loadings.shape[1])
     errors = coins @ loadings[parity].T  # (D, J_parity)
     for chunk in np.array_split(grid, -(-len(grid) // _GRID_CHUNK)):
         p = chunk[:, None]
