@@ -437,12 +437,9 @@ class PrivateMetricFrame:
                 if kind == "difference" and not metric.is_count:
                     extra["test"] = intervals.GapTest(released, self.noise_std_, metric,
                                                       float(self.max_sample_weight))  # fmt: skip
+                    extra["max_gap"] = 1.0  # a gap between two rates
                 low, high = bound(groups, pooled, points, np.float64(overall[name]), method,
                                   confidence, **extra)  # fmt: skip
-                if kind == "difference" and not metric.is_count:
-                    # a gap between two rates is at most 1; the folded normal's upper end
-                    # is not bounded (small groups at a small epsilon reached 1.3)
-                    high = np.minimum(high, 1.0)
             lower[name], upper[name] = low, high
         return lower, upper
 

@@ -162,6 +162,7 @@ def simulate(
             diff_low[k, block], diff_high[k, block] = intervals.difference_interval(
                 groups, pooled, metric(clipped), metric(clipped.sum(axis=-2)), "between_groups",
                 confidence, test=intervals.GapTest(noisy[block], sigma, metric),
+                max_gap=math.inf if metric.is_count else 1.0,
             )  # fmt: skip
             if sampling is not None:
                 flags[k, block] = intervals.noise_dominated(

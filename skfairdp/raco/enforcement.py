@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 import torch
-from scipy.special import ndtr, ndtri
+from scipy.special import ndtri
 from scipy.stats import qmc
 
 from .._fit.base import row_chunks
@@ -73,9 +73,7 @@ __all__ = [
     "check_tolerance",
     "coin_loadings",
     "coin_points",
-    "coin_variance",
     "enforce_noise_multiplier",
-    "folded_mean",
     "mixing_weight",
     "row_uniforms",
 ]
@@ -266,29 +264,12 @@ def coin_loadings(program: RateProgram, rates: np.ndarray, n: np.ndarray, c: int
     return ((A[:, :, [c]] - A) * np.sqrt(share)[None]).reshape(A.shape[0], -1)
 
 
-def coin_variance(program: RateProgram, rates: np.ndarray, n: np.ndarray, c: int) -> np.ndarray:
-    """``v_j``: the variance of constraint ``j``'s value from a mix's coins, over ``p (1 - p)``
-    (the squared row sums of :func:`coin_loadings`)."""
-    return np.square(coin_loadings(program, rates, n, c)).sum(axis=1)
-
-
-def folded_mean(mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
-    """``E|mu + N(0, sd^2)|``: the mean of a folded normal (``|mu|`` where ``sd = 0``)."""
-    mu = np.asarray(mu, dtype=float)
-    sd = np.asarray(sd, dtype=float)
-    safe = np.where(sd > 0, sd, 1.0)
-    folded = safe * math.sqrt(2 / math.pi) * np.exp(-(mu**2) / (2 * safe**2)) + mu * (
-        1 - 2 * ndtr(-mu / safe)
-    )
-    return np.where(sd > 0, folded, np.abs(mu))
-
-
 #: log2 of the points of the quasi-Monte Carlo integral over the coins in
 #: :func:`_smallest_mix` (unscrambled Sobol' points, the first, 0, dropped: deterministic,
 #: no generator and no seed, so nothing to draw from the CSPRNG under ``secure_mode``),
-#: and grid points per chunk
+#: and how many (grid point, coin point, gap) values one chunk of the grid may hold
 COIN_POINTS_LOG2 = 11
-_GRID_CHUNK = 50
+_CHUNK_VALUES = 4_000_000
 
 
 def coin_points(dim: int) -> np.ndarray:
@@ -330,7 +311,8 @@ def _smallest_mix(
     parity = np.isclose(const, 0.0)
     coins = coin_points(loadings.shape[1])
     errors = coins @ loadings[parity].T  # (D, J_parity)
-    for chunk in np.array_split(grid, -(-len(grid) // _GRID_CHUNK)):
+    per_chunk = max(1, _CHUNK_VALUES // max(errors.size, 1))
+    for chunk in np.array_split(grid, -(-len(grid) // per_chunk)):
         p = chunk[:, None]
         mu = (1 - p) * upper + p * const  # (P, J)
         linear_ok = np.all(np.where(parity, True, mu <= bounds + 1e-12), axis=1)
