@@ -106,3 +106,36 @@ def test_compare_names_cells_worse_beyond_the_seed_sd():
                  _rows("cgoo", 0.05, [0.251, 0.252], [0.05, 0.05], table="hi"))  # fmt: skip
     worse = zoo.compare_frames(old, new)
     assert list(zip(worse.param, worse.metric)) == [(0.02, "error")]
+
+
+def test_run_target_sets_the_bound_at_the_target_only_where_the_grid_stops_short():
+    df = _frame(
+        _rows("expgrad", 0.02, [0.20, 0.20], [0.15, 0.15], eps=math.inf, n_rows=5_000),
+        _rows("raco", 0.1, [0.30, 0.30], [0.05, 0.05], n_rows=5_000),
+        _rows("cgoo", 0.05, [0.29, 0.29], [0.04, 0.04], n_rows=5_000),
+        _rows("dpfermi", 1.0, [0.26, 0.26], [0.14, 0.14], n_rows=5_000),
+    )
+    summary = zoo.summarise(df)
+    keys = list(zoo.target_keys(summary, seeds=(0, 1)))
+    assert {k[2] for k in keys} == {"raco", "cgoo"}  # bounded estimators only
+    assert {k[4] for k in keys} == {0.15} and len(keys) == 4
+    # target 0.15 is within every grid: no fits
+    assert not list(
+        zoo.target_keys(
+            zoo.summarise(
+                df.assign(test_violation=df.test_violation.where(df.method != "expgrad", 0.03))
+            ),
+            seeds=(0,),
+        )
+    )
+    gaps = zoo.best_gaps(summary)
+    target = zoo.summarise(_frame(
+        _rows("raco", 0.15, [0.21, 0.21], [0.12, 0.12], n_rows=5_000),  # gap 0.01: ok
+        _rows("cgoo", 0.15, [0.21, 0.21], [0.16, 0.16], n_rows=5_000),  # over the target
+    ))  # fmt: skip
+    at = zoo.at_target(gaps, target).set_index("method")
+    assert at.loc["raco", "ok"] and not at.loc["cgoo", "ok"]
+    assert at.loc["raco", "gap"] == pytest.approx(0.01)
+    # the best private error at epsilon = 1 is 0.26 > 0.20 + 0.02: a privacy floor
+    assert len(zoo.privacy_floor(gaps, summary)) == 1
+    assert zoo.privacy_floor(gaps, summary.assign(error=summary.error - 0.05)).empty
