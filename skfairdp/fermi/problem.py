@@ -525,9 +525,10 @@ class ErmiProblem:
             running = torch.from_numpy(np.concatenate([H.ravel(), [V, t]]))
         out = out.to(W.device)
         n, cells = W.numel(), n_blocks * k
-        W_new, own, shared, combined = out.split([n, cells * l, n_blocks * l, cells * l])
+        # split_with_sizes: Tensor.split's Python wrapper costs more than the split
+        W_new, own, shared, combined = out.split_with_sizes([n, cells * l, n_blocks * l, cells * l])
         W_new = W_new.view(W.shape)
         tables = (own.view(cells, l), shared.view(n_blocks, l), combined.view(cells, l))
         self._tables = (W_new, W_new._version, tables)
-        H, V, t = running.split([n, 1, 1])
+        H, V, t = running.split_with_sizes([n, 1, 1])
         self.state = {"W": W_new, "H": H, "V": V, "t": t}
