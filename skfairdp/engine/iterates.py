@@ -128,13 +128,16 @@ class IterateTrack:
         self.copy_at = {start + int(round(length * (i + 1) / n)) for i in range(n)}
         self.t = 0
         self.average: torch.Tensor = flat_parameters(module)
+        # the trainable parameters, read once (module.parameters() walks the modules)
+        self._params = [p for p in module.parameters() if p.requires_grad]
         self.copies: list[torch.Tensor] = []
         self.copy_steps: list[int] = []
 
     def step(self) -> None:
         """Record the parameters after one more step."""
         self.t += 1
-        flat = flat_parameters(self.module)
+        # flat_parameters(self.module) without the walk and the second copy (cat copies)
+        flat = torch.cat([p.detach().reshape(-1).float() for p in self._params])
         rate = (self.eta + 1.0) / (self.t + self.eta)
         self.average = self.average.mul_(1.0 - rate).add_(flat, alpha=rate)
         if self.t in self.copy_at:

@@ -42,6 +42,12 @@ class PrimalDualProblem(Protocol):
       on an empty batch, so releases inside still happen). ``total`` is the
       processed per-sample sum (a fresh tensor), ``sensitivity`` the L2 bound on
       one sample's contribution; the engine adds ``N(0, (z * sensitivity)^2)``.
+    - optional ``clip_plan(X, *batch) -> (((C_1, w_1), ..., (C_K, w_K)), sensitivity)``:
+      for a problem whose objectives are all private and each flatly clipped at its
+      own norm ``C_k`` then multiplied by row weights ``w_k`` (None for none), what
+      ``private_sum`` would do objective by objective; the engine then sums them at
+      once (:func:`~skfairdp.engine.fused.clipped_totals`: one product for a Linear
+      model, same clip per sample). ``private_sum`` still serves the empty batch.
     - optional ``dual_contributions(outputs, *batch) -> (public_sum, private_rows) | None``:
       the dual (ascent) gradient; private rows are clipped to ``dual_clip`` and
       noised by the engine.
@@ -55,7 +61,7 @@ class PrimalDualProblem(Protocol):
     **Sample weights.** When the fit has sample weights, the engine multiplies each
     per-sample contribution by its weight after clipping (flat clipping, dual rows,
     public sums) and scales every sensitivity by ``noise.max_weight``; the hooks
-    ``release_batch_statistics``, ``private_sum`` and ``dual_contributions`` then
+    ``release_batch_statistics``, ``private_sum``, ``clip_plan`` and ``dual_contributions`` then
     also receive the batch's weights as the keyword ``weights`` (never passed
     without sample weights) and apply them to what they compute: a weighted
     statistic whose rows are bounded by ``b`` has sensitivity ``b * max_weight``,

@@ -23,6 +23,7 @@ from torch.optim import optimizer as _optimizer_module
 from ..privacy.collective import local_releases, sum_over_ranks
 from ..privacy.mechanisms import gaussian_sum
 from .clipping import clipped_total
+from .fused import clipped_totals
 
 
 @dataclass
@@ -127,6 +128,11 @@ def release(
             output_gradients=getattr(problem, "primal_output_gradients", None),
             prepare=prepare,
         )
+        fused = _fused_clips(problem, noise, grads, Xb, _after(released, batch), weighted)
+        if fused is not None:
+            clips, sensitivity = fused
+            primal = clipped_totals(grads, clips)
+            grads = ()
         for g, is_private in zip(grads, problem.private_primal):
             if is_private and private_sum is not None:
                 hooked = _hook(private_sum(g, Xb, *_after(released, batch), **weighted))
@@ -227,6 +233,15 @@ def plain_sgd(optimizer) -> bool:
     ):
         return False
     return all(p.device.type == "cpu" for p in group["params"])
+
+
+def _fused_clips(problem, noise, grads, Xb, batch, weighted):
+    """A problem's ``clip_plan`` ``(clips, sensitivity)`` for a private step whose
+    objectives are all private, else None (see :mod:`.problem` and :mod:`.fused`)."""
+    clip_plan = getattr(problem, "clip_plan", None)
+    if clip_plan is None or not noise.private or not all(problem.private_primal):
+        return None
+    return clip_plan(Xb, *batch, **weighted)
 
 
 def _after(released: dict, batch):

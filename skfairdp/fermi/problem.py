@@ -239,6 +239,7 @@ class ErmiProblem:
             self.penalty_scale_max = float(penalty_scale_max)
             self.private_primal = (True, True)
             self.private_sum = self._split_sum
+            self.clip_plan = self._clip_plan
             self._part = 0
 
     @property
@@ -386,11 +387,16 @@ class ErmiProblem:
         if per_sample is None:  # empty batch: the engine's release still happens
             return None, C
         part, self._part = self._part, self._part + 1
-        if part == 0:
-            return clipped_total(per_sample, self.split[0] * C, weights), C
+        clips, C = self._clip_plan(X, y, s, block, weight, dual_weight, own, shared, weights)
+        return clipped_total(per_sample, *clips[part]), C
+
+    def _clip_plan(self, X, y, s, block, weight, dual_weight, own, shared, weights=None):
+        """``clip_plan`` of the split clip (the engine's fused form of :meth:`_split_sum`):
+        ``((C_loss, weights), (C_penalty, f * weights))`` and the sensitivity ``C``."""
+        C = self.max_grad_norm
         f = self._penalty_rescale(s, block, weight)
         f = f if weights is None else f * weights.to(f.dtype)
-        return clipped_total(per_sample, self.split[1] * C, f), C
+        return ((self.split[0] * C, weights), (self.split[1] * C, f)), C
 
     def dual_contributions(
         self, outputs, y, s, block, weight, dual_weight, own, shared, weights=None
@@ -519,9 +525,10 @@ class ErmiProblem:
             running = torch.from_numpy(np.concatenate([H.ravel(), [V, t]]))
         out = out.to(W.device)
         n, cells = W.numel(), n_blocks * k
-        W_new, own, shared, combined = out.split([n, cells * l, n_blocks * l, cells * l])
+        # split_with_sizes: Tensor.split's Python wrapper costs more than the split
+        W_new, own, shared, combined = out.split_with_sizes([n, cells * l, n_blocks * l, cells * l])
         W_new = W_new.view(W.shape)
         tables = (own.view(cells, l), shared.view(n_blocks, l), combined.view(cells, l))
         self._tables = (W_new, W_new._version, tables)
-        H, V, t = running.split([n, 1, 1])
+        H, V, t = running.split_with_sizes([n, 1, 1])
         self.state = {"W": W_new, "H": H, "V": V, "t": t}
