@@ -64,7 +64,7 @@ def test_demo_prints_table_and_writes_png(tmp_path, capsys):
         assert 0.0 <= lower <= float(violation) <= upper <= 1.0 and upper - lower < 0.1
         assert 0.0 < float(eps) <= 1.0 + 1e-6  # never more than the target epsilon
         assert float(delta) == pytest.approx(1e-5)
-        assert float(seconds) > 0
+        assert float(seconds) >= 0  # a one-epoch fit can print as 0.0 (one decimal)
     png = out / PLOT_NAME
     assert f"plot:  {png}" in stdout
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -158,7 +158,11 @@ def _group_curves(counts, x_metric, y_metric, grid):
 
 
 def optimize_thresholds(
-    counts: np.ndarray, constraints: str, objective: str, grid_size: int = 1000
+    counts: np.ndarray,
+    constraints: str,
+    objective: str,
+    grid_size: int = 1000,
+    tol: float | None = None,
 ) -> ThresholdRule:
     """The randomised group thresholds fairlearn's ``ThresholdOptimizer`` picks, from counts.
 
@@ -172,6 +176,10 @@ def optimize_thresholds(
         One of :data:`OBJECTIVES` (equalized odds: accuracy or balanced accuracy).
     grid_size : int, default=1000
         The constraint metric is searched on ``grid_size + 1`` values in ``[0, 1]``.
+    tol : float or None, default=None
+        fairlearn's ``tol`` (simple constraints only): the groups' constraint rates may
+        span up to ``tol`` (the largest pairwise gap) instead of being equal
+        (:func:`_within_tolerance`); ``None`` or 0: exact equality.
 
     Returns
     -------
@@ -199,8 +207,46 @@ def optimize_thresholds(
         curves = _group_curves(counts, CONSTRAINTS[constraints], objective, grid)
         sizes = counts.sum(axis=(1, 2))
         weights = sizes / sizes.sum() if sizes.sum() > 0 else np.full(n_groups, 1.0 / n_groups)
-        overall = sum(w * curve[0] for w, curve in zip(weights, curves, strict=True))
-        best = int(np.argmax(overall))
+        if tol:
+            points = _within_tolerance(grid, np.stack([c[0] for c in curves]), weights, tol)
+        else:
+            overall = sum(w * curve[0] for w, curve in zip(weights, curves, strict=True))
+            points = np.full(n_groups, int(np.argmax(overall)))
         p_ignore, constant = np.zeros(n_groups), 0.0
+        p0, k0, p1, k1 = (
+            np.array([curve[i][point] for curve, point in zip(curves, points)])
+            for i in range(1, 5)
+        )  # fmt: skip
+        return ThresholdRule(p0, k0.astype(np.int64), p1, k1.astype(np.int64), p_ignore, constant)
     p0, k0, p1, k1 = (np.array([curve[i][best] for curve in curves]) for i in range(1, 5))
     return ThresholdRule(p0, k0.astype(np.int64), p1, k1.astype(np.int64), p_ignore, constant)
+
+
+def _within_tolerance(
+    x: np.ndarray, values: np.ndarray, weights: np.ndarray, tol: float
+) -> np.ndarray:
+    """Each group's grid point when the groups' constraint rates may span ``tol``.
+
+    fairlearn's relaxed choice (``ThresholdOptimizer(tol=...)``, 0.13): ``values[g, i]``
+    is group ``g``'s objective at the constraint rate ``x[i]`` (ascending). Every window
+    ``[start, end]`` of the grid with ``x[end] - x[start] <= tol`` is tried; in each,
+    every group takes its best point (the last of equal ones), and the window whose
+    size-weighted sum is largest wins; on a tie, the one whose points span less, and then
+    the later one. Exhaustive over the windows: it needs no concavity of the (noisy)
+    curves.
+    """
+    n_points = len(x)
+    scaled = values * np.asarray(weights, dtype=np.float64)[:, None]
+    best, best_span, points = -np.inf, np.inf, np.zeros(len(values), dtype=np.int64)
+    start = 0
+    for end in range(n_points):
+        while x[end] - x[start] > tol:
+            start += 1
+        window = scaled[:, start : end + 1]
+        # the last index of each row's maximum (argmax of the reversed row)
+        inside = end - np.argmax(window[:, ::-1], axis=1)
+        objective = sum(row[i] for row, i in zip(scaled, inside))
+        span = np.ptp(x[inside])
+        if objective > best or (objective == best and span <= best_span):
+            best, best_span, points = objective, span, inside
+    return points
