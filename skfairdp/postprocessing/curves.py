@@ -28,6 +28,7 @@ import numpy as np
 
 __all__ = [
     "CONSTRAINTS",
+    "check_options",
     "OBJECTIVES",
     "ThresholdRule",
     "confusion_counts",
@@ -155,6 +156,24 @@ def _group_curves(counts, x_metric, y_metric, grid):
     c = confusion_counts(counts)
     xs, ys = METRICS[x_metric](c), METRICS[y_metric](c)
     return [_interpolate(*_upper_hull(xs[g], ys[g], c["k"][g]), grid) for g in range(len(xs))]
+
+
+def check_options(constraints: str, objective: str, tol: float | None) -> None:
+    """The errors fairlearn raises for what equalized odds cannot take: an objective
+    other than (balanced) accuracy, and a relaxed constraint (``tol``)."""
+    if constraints != "equalized_odds":
+        return
+    if objective not in OBJECTIVES[:2]:
+        raise ValueError(
+            f"objective={objective!r} is not supported with constraints='equalized_odds'"
+            f"; use one of {OBJECTIVES[:2]}"
+        )
+    if tol is not None:
+        raise ValueError(
+            f"tol={tol!r}: relaxed constraints are not supported with constraints="
+            "'equalized_odds' (as in fairlearn); use tol=None, or a single-rate "
+            "constraint such as 'true_positive_rate_parity'"
+        )
 
 
 def optimize_thresholds(

@@ -31,7 +31,7 @@ from ..privacy import (
 )
 from ..privacy.events import compose
 from ..privacy.planning import planned_fit_event
-from .curves import CONSTRAINTS, OBJECTIVES, optimize_thresholds
+from .curves import CONSTRAINTS, OBJECTIVES, check_options, optimize_thresholds
 from .histogram import bin_scores, exact_histogram, release_histogram
 
 __all__ = ["DPThresholdOptimizer"]
@@ -241,17 +241,7 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def _check_params(self) -> None:
         if self.estimator is None:
             raise ValueError("estimator must be given: the classifier whose scores are thresholded")
-        if self.constraints == "equalized_odds" and self.objective not in OBJECTIVES[:2]:
-            raise ValueError(
-                f"objective={self.objective!r} is not supported with constraints='equalized_odds'"
-                f"; use one of {OBJECTIVES[:2]}"
-            )
-        if self.constraints == "equalized_odds" and self.tol is not None:
-            raise ValueError(
-                f"tol={self.tol!r}: relaxed constraints are not supported with constraints="
-                "'equalized_odds' (as in fairlearn); use tol=None, or a single-rate "
-                "constraint such as 'true_positive_rate_parity'"
-            )
+        check_options(self.constraints, self.objective, self.tol)
         self._score_range()
 
     def _n_bins(self) -> int:
@@ -414,12 +404,9 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             recorder.record(dp_accounting.NonPrivateDpEvent())
         self.noise_std_ = self.noise_multiplier_ * self.sensitivity_
         self.thresholds_ = optimize_thresholds(
-            np.maximum(self.histogram_, 0.0),
-            self.constraints,
-            self.objective,
-            self.grid_size,
+            np.maximum(self.histogram_, 0.0), self.constraints, self.objective, self.grid_size,
             tol=self.tol,
-        )
+        )  # fmt: skip
         self.dp_event_ = recorder.build()
         self.privacy_spent_ = (
             epsilon_spent(self.dp_event_, self.delta_, **self._accountant_options())
