@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import make_biased_data
 
 import skfairdp.engine.step as step_module
 from skfairdp import DPFermiClassifier
@@ -131,17 +132,9 @@ def test_unit_rows_skip_no_clip(max_norm, weighted):
     torch.testing.assert_close(general.double(), dense, rtol=1e-6, atol=1e-5)
 
 
-def _data(n=500):
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(n, 5)).astype(np.float32)
-    s = rng.integers(0, 2, n)
-    y = (X[:, 0] + 0.7 * s + rng.normal(size=n) > 0).astype(int)
-    return X, y, s
-
-
 @pytest.mark.parametrize("penalty_clip", ["balanced", "split"])
 def test_dpfermi_split_clip_fused_and_unfused_agree(penalty_clip, monkeypatch):
-    X, y, s = _data()
+    X, y, s = make_biased_data(n=500, n_features=5)
 
     def fit():
         return DPFermiClassifier(
