@@ -100,6 +100,18 @@ def test_self_bounded_candidates():
     assert not self_bounded({"family": "raco", "knob": 0.05}, 0.05)
     assert not self_bounded({"family": "dpfermi", "knob": 0.01}, 0.05)
     assert not self_bounded({"family": "dpto", "knob": None}, 0.05)
+    # DPThresholdOptimizer's tol bounds the noisy histogram's rates, not a checked release
+    assert not self_bounded({"family": "dpto", "knob": 0.01}, 0.05)
+
+
+def test_each_family_receives_its_knob():
+    """A knob is never silently dropped: DPThresholdOptimizer's is its ``tol``."""
+    expected = {"dpfermi": "fairness_weight", "raco": "tolerance",
+                "cgoo": "difference_bound", "dpto": "tol"}  # fmt: skip
+    for family, name in expected.items():
+        built = FairCandidate(family=family, knob=0.03).build()
+        assert built.get_params()[name] == 0.03
+    assert FairCandidate(family="dpto").build().tol is None
 
 
 def test_default_space():

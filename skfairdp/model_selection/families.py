@@ -22,7 +22,8 @@ __all__ = ["FAMILIES", "FairCandidate", "MajorityClass", "default_space"]
 #: the families, and whether each needs the group at prediction time
 FAMILIES = {"dpfermi": False, "raco": False, "cgoo": False, "dpto": True}
 #: each family's knob parameter
-KNOBS = {"dpfermi": "fairness_weight", "raco": "tolerance", "cgoo": "difference_bound"}
+KNOBS = {"dpfermi": "fairness_weight", "raco": "tolerance", "cgoo": "difference_bound",
+         "dpto": "tol"}  # fmt: skip
 #: DP-FERMI's fairness weights tried for any bound (its knob is a weight, not a bound);
 #: on the zoo at epsilon = 1 (``experiments/results/zoo.csv``) only 1 and 4 are ever the
 #: most accurate DP-FERMI run meeting 0.05 on more than one table, 64 never
@@ -75,7 +76,8 @@ class FairCandidate(ClassifierMixin, BaseEstimator):
         :class:`~skfairdp.DPSGDClassifier` (needs the group at prediction time).
     knob : float or None, default=None
         The family's fairness knob (``fairness_weight``, ``tolerance``,
-        ``difference_bound``); None: the estimator's default.
+        ``difference_bound``, DPThresholdOptimizer's ``tol``); None: the estimator's
+        default.
     fairness : {"demographic_parity", "equalized_odds", "equal_opportunity"}
         The notion, passed to the estimator.
     epsilon : float, default=1.0
@@ -138,7 +140,7 @@ class FairCandidate(ClassifierMixin, BaseEstimator):
             return RaCODPClassifier(self.fairness, **knob, **common)
         if self.family == "cgoo":
             return CGOOReduction(constraints=self.fairness, **knob, **common)
-        return DPThresholdOptimizer(DPSGDClassifier(), constraints=self.fairness, **common)
+        return DPThresholdOptimizer(DPSGDClassifier(), constraints=self.fairness, **knob, **common)
 
     @property
     def needs_group(self) -> bool:
