@@ -222,6 +222,7 @@ def optimize_thresholds(
             gap = y[best] - x_best
             ignore.append(0.0 if gap == 0 else (y[best] - y_best) / gap)
         p_ignore, constant = np.array(ignore), float(x_best)
+        points = np.full(n_groups, best)
     else:
         curves = _group_curves(counts, CONSTRAINTS[constraints], objective, grid)
         sizes = counts.sum(axis=(1, 2))
@@ -232,12 +233,10 @@ def optimize_thresholds(
             overall = sum(w * curve[0] for w, curve in zip(weights, curves, strict=True))
             points = np.full(n_groups, int(np.argmax(overall)))
         p_ignore, constant = np.zeros(n_groups), 0.0
-        p0, k0, p1, k1 = (
-            np.array([curve[i][point] for curve, point in zip(curves, points)])
-            for i in range(1, 5)
-        )  # fmt: skip
-        return ThresholdRule(p0, k0.astype(np.int64), p1, k1.astype(np.int64), p_ignore, constant)
-    p0, k0, p1, k1 = (np.array([curve[i][best] for curve in curves]) for i in range(1, 5))
+    # each group's point on the grid (one common point but under a tol)
+    p0, k0, p1, k1 = (
+        np.array([curve[i][point] for curve, point in zip(curves, points)]) for i in range(1, 5)
+    )
     return ThresholdRule(p0, k0.astype(np.int64), p1, k1.astype(np.int64), p_ignore, constant)
 
 
