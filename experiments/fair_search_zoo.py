@@ -44,6 +44,7 @@ FIELDS = [
     *KEY, "family", "knob", "qualified", "inner_epsilon", "epsilon_spent",
     "cert_violation", "cert_lower", "cert_upper", "cert_accuracy", "cert_meets_bound",
     "test_error", "test_violation", "covered", "majority_error", "fit_seconds", "basis",
+    "strategy",
 ]  # fmt: skip
 NOTIONS = ("demographic_parity", "equalized_odds")
 SEEDS = (0, 1, 2, 3, 4)
@@ -90,6 +91,7 @@ def fit_one(key) -> dict:
         majority_error=float(np.mean(yte != majority)),
         fit_seconds=time.perf_counter() - start,
         basis=getattr(search, "selection_basis_", ""),
+        strategy=getattr(search, "strategy_", "search"),
     )  # fmt: skip
 
 

@@ -166,7 +166,7 @@ def test_mixed_families_are_accounted_as_a_choice():
     search = FairModelSearch(
         "demographic_parity", 0.2, epsilon=3.0, n_candidates_mean=2, random_state=1,
         candidates=[{"family": ["dpfermi"], "knob": [4.0]},
-                    {"family": ["raco"], "knob": [0.1]}],
+                    {"family": ["raco"], "knob": [0.1]}], strategy="search",
     ).fit(X, y, sensitive_features=s)  # fmt: skip
     search_event = search.dp_event_.events[0]
     assert isinstance(search_event, RepeatAndSelectDpEvent)
@@ -220,13 +220,13 @@ def test_majority_class_replaces_a_model_outside_the_bound():
 def test_majority_fallback_predicts_the_released_majority_label(monkeypatch):
     X, y, s = _data(700)
     z_seen = []
-    original = FairModelSearch._majority_label
+    original = FairModelSearch._group_label_counts
 
-    def spy(self, y_seen, z, random):
+    def spy(self, y_seen, g_seen, n_groups, z, random):
         z_seen.append((len(y_seen), z))
-        return original(self, y_seen, z, random)
+        return original(self, y_seen, g_seen, n_groups, z, random)
 
-    monkeypatch.setattr(FairModelSearch, "_majority_label", spy)
+    monkeypatch.setattr(FairModelSearch, "_group_label_counts", spy)
     search = FairModelSearch(
         "demographic_parity", 1e-4, epsilon=2.0, candidates=FERMI, random_state=0
     ).fit(X, y, sensitive_features=s)
@@ -241,7 +241,9 @@ def test_majority_fallback_predicts_the_released_majority_label(monkeypatch):
     # (labels 90 / 10: a run's own noisy validation counts would say 0)
     y_rare = (X[:, 0] > 1.3).astype(int)
     assert 0.05 < y_rare.mean() < 0.15
-    monkeypatch.setattr(FairModelSearch, "_majority_label", lambda self, *a: 1)
+    monkeypatch.setattr(
+        FairModelSearch, "_group_label_counts", lambda self, *a: np.array([[0.0, 1.0]] * 2)
+    )
     flipped = FairModelSearch(
         "demographic_parity", 1e-4, epsilon=2.0, candidates=FERMI, random_state=0
     ).fit(X, y_rare, sensitive_features=s)

@@ -26,8 +26,10 @@ The whole thing is one mechanism inside one ``(epsilon, delta)``:
    the bound, or less accurate than the majority class by the run's own noisy label
    counts, becomes that constant predictor (:class:`~.families.MajorityClass`,
    violation 0; its class from one release of the training and validation parts'
-   label counts before the runs), ranked in the tier of what it replaced (at least
-   the point tier);
+   ``(group x label)`` counts before the runs), ranked in the tier of what it
+   replaced (at least the point tier). Where those counts show that the validation
+   part cannot resolve the bound for any model, the runs draw only self-bounded
+   candidates (``strategy="auto"``, :mod:`.resolution`);
 4. the certificate (:mod:`.certificate`): the selected model's certification
    counts, released once; its intervals are not optimistic (the rows are fresh
    for the selected model).
@@ -36,7 +38,7 @@ The whole thing is one mechanism inside one ``(epsilon, delta)``:
 curve is at most the pointwise maximum of the families' curves
 (:class:`~skfairdp.privacy.choice.ChoiceDpEvent`) instead of their composition; the
 search is ``RepeatAndSelectDpEvent`` of (choice, score release) composed with the
-certificate's Gaussian release and the majority label's, priced by RDP
+certificate's Gaussian release and the ``(group x label)`` counts', priced by RDP
 (``privacy_unit="record"``). Every run's fit gets the same inner epsilon, the largest
 that keeps the total within ``epsilon``; every run's recorded event is checked against
 the plan.
@@ -68,7 +70,18 @@ from .certificate import certify
 from .distributions import DISTRIBUTIONS, draw_n_runs, run_distribution_shape
 from .families import FAMILIES, FairCandidate, MajorityClass, default_space
 from .inputs import check_search_input, validation_rows
+from .resolution import STRATEGIES, best_case_upper, self_bounded_space
 from .statistics import confusion_cells, noisy_statistics
+from .tiers import (
+    OUTSIDE,
+    POINT_WITHIN,
+    QUALIFIED,
+    SELF_BOUND_SHARE,
+    SELF_BOUNDED,
+    TIER_NAMES,
+    selection_tier,
+    self_bounded,
+)  # fmt: skip
 from .validation import validation_frame
 
 __all__ = ["FairModelSearch", "NoQualifyingCandidateWarning"]
@@ -80,55 +93,6 @@ MIN_TRAIN_ROWS = 50
 
 class NoQualifyingCandidateWarning(UserWarning):
     """No run's validation interval was within the bound: the fairest run was selected."""
-
-
-#: tiers of :func:`selection_tier` (larger is better)
-QUALIFIED, SELF_BOUNDED, POINT_WITHIN, OUTSIDE = 3, 2, 1, 0
-TIER_NAMES = {
-    QUALIFIED: "qualified", SELF_BOUNDED: "self_bounded", POINT_WITHIN: "point_within",
-    OUTSIDE: "outside",
-}  # fmt: skip
-#: RaCO-DP and CGOO promise their own bound on their training rows (RaCO-DP's
-#: enforced tolerance, CGOO's restricted master on its released statistics); a run
-#: whose own bound is at most this share of the stated one leaves the rest of the
-#: bound to the sampling error of new rows (tier ``SELF_BOUNDED``)
-SELF_BOUND_SHARE = 0.5
-#: the families whose knob is a bound they enforce on their training rows
-SELF_BOUNDING_FAMILIES = ("raco", "cgoo")
-
-
-def self_bounded(params: dict, max_violation: float) -> bool:
-    """Whether a run's candidate enforces, on its own training rows, a bound of at most
-    :data:`SELF_BOUND_SHARE` of ``max_violation`` (public: the candidate's parameters)."""
-    knob = params.get("knob")
-    return (
-        params.get("family") in SELF_BOUNDING_FAMILIES
-        and knob is not None
-        and float(knob) <= SELF_BOUND_SHARE * float(max_violation) + 1e-12
-    )
-
-
-def selection_tier(
-    stats: dict, upper: float, max_violation: float, *, lower: float = 0.0,
-    bounded: bool = False,
-) -> tuple:  # fmt: skip
-    """Total order on one run's noisy validation statistics (larger is better).
-
-    A run whose violation interval's upper end is within the bound (``QUALIFIED``)
-    beats a run of a candidate that enforces a tighter bound on its own training rows
-    (``bounded``, :func:`self_bounded`) whose interval's lower end is within the bound
-    (the validation rows do not contradict it: ``SELF_BOUNDED``), which beats one whose
-    noisy point value is within the bound (``POINT_WITHIN``), which beats the rest
-    (``OUTSIDE``); the noisy accuracy orders runs within the first three tiers, the
-    upper end within the last.
-    """
-    if upper <= max_violation:
-        return (QUALIFIED, stats["score"])
-    if bounded and lower <= max_violation:
-        return (SELF_BOUNDED, stats["score"])
-    if stats["violation"] <= max_violation:
-        return (POINT_WITHIN, stats["score"])
-    return (OUTSIDE, -upper)
 
 
 class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -167,6 +131,16 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Rows certifying the selected model (used by nothing else).
     confidence : float, default=0.95
         Of the selection's upper bounds and of the certificate's intervals.
+    strategy : {"auto", "search"}, default="auto"
+        ``"auto"``: before the runs, decide from the released ``(group x label)`` counts
+        whether the validation part can show the bound at all (the interval of a
+        perfectly fair model of moderate skill,
+        :func:`~.resolution.best_case_upper`, within ``max_violation``); where it
+        cannot, no run could qualify, and the runs draw only the candidates that
+        enforce at most ``SELF_BOUND_SHARE`` of the bound on their own training rows
+        (:func:`~.resolution.self_bounded_space`: RaCO-DP and CGOO in the default
+        space). ``"search"``: the whole space always. Same ``dp_event_`` and price
+        either way (see :mod:`.resolution`).
     if_none_qualifies : {"warn", "raise"}, default="warn"
         When no run's upper bound is within the bound: keep the most accurate run
         whose noisy point violation is (else the one with the smallest upper bound)
@@ -206,7 +180,14 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     certification_frame_ : PrivateMetricFrame
         The certification release (any confusion-matrix metric by group, free).
     inner_epsilon_ : float
-        Each run's fit budget (with ``delta_``).
+        Each run's fit budget (with ``delta_``) in the branch that ran.
+    strategy_ : {"search", "self_bounded"}
+        The space the runs drew from (``"self_bounded"``: the validation part could not
+        resolve the bound, see ``strategy``).
+    group_label_counts_ : ndarray of shape (n_groups, 2)
+        The noisy ``(group x label)`` counts of the training and validation parts (one
+        Gaussian release, sensitivity 1, noise ``score_noise_multiplier_``): the
+        majority label and ``strategy="auto"``'s decision are read from them.
     score_noise_multiplier_ : float
     delta_ : float
     dp_event_ : dp_accounting.DpEvent
@@ -256,6 +237,7 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             Interval(numbers.Integral, 1, None, closed="left"),
         ],
         "confidence": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "strategy": [StrOptions(set(STRATEGIES))],
         "if_none_qualifies": [StrOptions({"warn", "raise"})],
         "score_noise_multiplier": [
             Interval(numbers.Real, 0, None, closed="neither"),
@@ -269,7 +251,7 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self, fairness="demographic_parity", max_violation=0.05, *, epsilon=1.0, delta="auto",
         group_at_predict=False, candidates="auto", n_candidates_mean=3.0,
         distribution="truncated_negative_binomial", shape=0.5, validation_size=0.2,
-        certification_size=0.2, confidence=0.95, if_none_qualifies="warn",
+        certification_size=0.2, confidence=0.95, strategy="auto", if_none_qualifies="warn",
         score_noise_multiplier="auto", random_state=None, secure_mode=False,
     ):  # fmt: skip
         store_parameters(self, locals())
@@ -300,13 +282,19 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     )
         return spaces
 
-    def _event(self, fit_event, z: float) -> dp_accounting.DpEvent:
+    def _search_branch(self, fit_event, z: float) -> dp_accounting.DpEvent:
         run = compose([fit_event, dp_accounting.GaussianDpEvent(z)])
         shape = run_distribution_shape(self.distribution, self.shape)
-        search = dp_event.RepeatAndSelectDpEvent(run, float(self.n_candidates_mean), shape)
-        # the search, then the certificate; the majority label's counts came first
+        return dp_event.RepeatAndSelectDpEvent(run, float(self.n_candidates_mean), shape)
+
+    @staticmethod
+    def _releases(z: float) -> list:
+        # the certificate, and the (group x label) counts released before the runs
+        return [dp_accounting.GaussianDpEvent(z), dp_accounting.GaussianDpEvent(z)]
+
+    def _event(self, fit_event, z: float) -> dp_accounting.DpEvent:
         return dp_accounting.ComposedDpEvent(
-            [search, dp_accounting.GaussianDpEvent(z), dp_accounting.GaussianDpEvent(z)]
+            [self._search_branch(fit_event, z), *self._releases(z)]
         )
 
     def _plan(self, spaces, n_train: int, delta: float):
@@ -367,6 +355,9 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         delta = resolve_delta(self.delta, n)
         z, budget = self._plan(spaces, n_train, delta)
         self.inner_epsilon_, self.delta_, self.score_noise_multiplier_ = budget.epsilon, delta, z
+        restricted = None
+        if self.strategy == "auto":
+            restricted = self_bounded_space(spaces, self.max_violation, SELF_BOUND_SHARE)
 
         random = RandomSource(self.random_state, secure_mode=self.secure_mode)
         order = random.permutation(n)
@@ -377,7 +368,17 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             return _safe_indexing(X, idx), y[idx], groups[idx], _safe_indexing(raw_groups, idx)
 
         train, validation = rows(train_idx), rows(val_idx)
-        self.majority_label_ = self._majority_label(y[order[n_cert:]], z, random)
+        seen = order[n_cert:]
+        counts = self._group_label_counts(y[seen], groups[seen], encoder.n_groups_, z, random)
+        self.group_label_counts_ = counts
+        self.majority_label_ = self.classes_[int(np.argmax(counts.sum(axis=0)))]
+        self.strategy_ = "search"
+        if restricted is not None and best_case_upper(
+            counts, n_val / len(seen), self.fairness, noise_multiplier=z, delta=delta,
+            confidence=self.confidence, encoder=encoder, seed=random.seed,
+            secure_mode=self.secure_mode,
+        ) > self.max_violation:  # fmt: skip
+            self.strategy_, spaces = "self_bounded", restricted
         best = None
         for _ in range(draw_n_runs(random, self.distribution, self.n_candidates_mean, self.shape)):
             params = draw_params(spaces, random)
@@ -432,20 +433,29 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 f"{self.max_violation:g}; the selected run's upper end is {stats['upper']:.3f}, "
                 f"{basis}. See certificate_ for what it meets on new rows."
             )
+            if self.strategy_ == "self_bounded":
+                message = (
+                    f"the validation rows cannot show {self.fairness} <= "
+                    f"{self.max_violation:g} for any model (their groups are too small for "
+                    "the interval), so the runs drew only self-bounded candidates; the "
+                    f"selected {params['family']} run: {basis}. See certificate_ for what it "
+                    "meets on new rows."
+                )
             if self.if_none_qualifies == "raise":
                 raise ValueError(message)
             warnings.warn(message, NoQualifyingCandidateWarning, stacklevel=3)
         return self
 
-    def _majority_label(self, y_seen, z: float, random: RandomSource):
-        """The class the majority-class fallback predicts: the larger of the label counts
-        of the training and validation parts, released once with noise ``z`` (one-hot rows:
-        sensitivity 1). A run's own validation counts carry the noise of
-        ``2 x n_groups`` cells on a fifth of the rows: too little to tell near-balanced
-        labels apart."""
-        counts = np.bincount(np.searchsorted(self.classes_, y_seen), minlength=2)
+    def _group_label_counts(self, y_seen, g_seen, n_groups: int, z: float, random):
+        """The ``(group x label)`` counts of the training and validation parts, released
+        once with noise ``z`` (one row is in one cell: sensitivity 1). Their label marginal
+        gives the majority-class fallback its class (a run's own validation counts carry
+        the noise of ``2 x n_groups`` cells on a fifth of the rows: too little to tell
+        near-balanced labels apart); ``strategy="auto"`` reads the group sizes."""
+        cell = np.asarray(g_seen) * 2 + np.searchsorted(self.classes_, y_seen)
+        counts = np.bincount(cell, minlength=2 * n_groups).reshape(n_groups, 2)
         noisy, _ = noisy_count(torch.as_tensor(counts, dtype=torch.float64), z, random)
-        return self.classes_[int(np.argmax(noisy.numpy()))]
+        return noisy.numpy()
 
     def _run(self, params, train, validation, budget, delta, z, random, encoder):
         """One run: a private fit on the training part, checked against the plan, then scored."""
