@@ -1,0 +1,280 @@
+"""DP-FERMI's private step for a logistic regression, without the generic engine (issue 39).
+
+For a model that is one ``torch.nn.Linear`` layer (the default ``hidden_layer_sizes=()``),
+sample ``i``'s gradient of any objective of the logits is ``b_i a_i^T`` (and ``b_i`` for
+the bias), with ``a_i`` the row of ``X`` and ``b_i`` the objective's gradient in the
+logits, which :meth:`ErmiProblem.primal_output_gradients` writes by hand. Everything the
+engine's step computes (:func:`skfairdp.engine.step.release`, then
+:func:`~skfairdp.engine.step.apply`) then follows from a handful of tensor operations on
+the batch: one forward matmul, the logit gradients, the per-sample norms
+``|b_i| |(a_i, 1)|``, the clip factors, one product ``(sum_k f_k * B_k)^T A`` for the
+clipped sum, and the hard histogram of the dual release. :class:`LinearErmiStep` runs
+exactly those operations, without the engine's per-step machinery (the forward hook,
+the per-sample gradient objects, the hooks' dicts, two host reads).
+
+It is the same mechanism, operation for operation: the same Poisson batches (the
+sampler's draws), the same per-sample clip ``C_k`` and norms, computed by the same torch
+operations on the same float32 values (the inputs' norms ``|(a_i, 1)|`` once for all
+rows at the start of the fit: the same kernel on the same row gives the same bits), the
+same noise draws from the same :class:`~skfairdp.privacy.RandomSource` in the same order
+(the gradient's, then the histogram's), the same events recorded in one
+``recorder.batch(q)`` block per step, and the same apply half (``p -= lr * grad``,
+``ErmiProblem.dual_step``). Two rewrites are exact, not approximations: the loss
+gradient ``F - e_y`` is a subtraction of a one-hot row (the engine's ``scatter_add`` of
+``-1``: the same IEEE operation on each entry), and the ``finite outputs`` and ``tame
+norms`` checks share one host read. Seeded fits are therefore bit-identical to the
+engine's (``tests/test_linear_step.py`` compares parameters with ``torch.equal``).
+
+Whenever the batch is not the common case (an empty Poisson batch; a non-finite output;
+a norm that is not finite or above :data:`~skfairdp.engine.clipping.TAME_NORM`) the
+step does nothing and returns False, before any noise is drawn or event recorded, and
+the engine takes that step instead (its float64, scaled-row path). Options it does not
+cover take the engine for the whole fit (:func:`linear_ermi_step` returns None):
+``privacy_unit="sensitive"``, ``fairness_weight=0``, ``dual_rates="soft"``, a float
+``lr_dual``, ``epsilon=inf``, recorded diagnostics, a model other than one Linear layer
+with a bias, data parallel or out-of-core fits. :data:`ENABLED` switches it off (tests
+compare both paths).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..engine.clipping import _FLOAT32_CLIP_RANGE, TAME_NORM
+from ..engine.step import plain_sgd
+from ..nn import MLPModule
+from ..privacy.collective import active_collective
+from ..privacy.mechanisms import _gaussian_event
+
+#: Whether DP-FERMI fits take :class:`LinearErmiStep` where it applies (tests switch it off).
+ENABLED = True
+
+
+def single_linear(module: nn.Module) -> nn.Linear | None:
+    """The layer of a module that is one ``nn.Linear`` (itself, or ``MLPModule`` without
+    hidden layers) with a trainable bias and weight, no hooks, float32; else None."""
+    layer = module
+    if type(module) is MLPModule and len(module.layers) == 1:
+        layer = module.layers[0]
+    if type(layer) is not nn.Linear or layer.bias is None:
+        return None
+    params = [p for p in module.parameters() if p.requires_grad]
+    if len(params) != 2 or params[0] is not layer.weight or params[1] is not layer.bias:
+        return None
+    if layer.weight.dtype != torch.float32 or layer.bias.dtype != torch.float32:
+        return None
+    hooked = (
+        m._forward_hooks or m._forward_pre_hooks
+        for m in (module, *module.modules())  # nn.Module.__call__ would run these
+    )
+    if any(hooked) or nn.modules.module._global_forward_hooks:
+        return None
+    if nn.modules.module._global_forward_pre_hooks:
+        return None
+    return layer
+
+
+def linear_ermi_step(
+    problem,
+    *,
+    module: nn.Module,
+    X: torch.Tensor,
+    tensors: tuple,
+    sample_weight: torch.Tensor | None,
+    sampler,
+    optimizer: torch.optim.Optimizer,
+    noise,
+    random,
+    recorder,
+    record_diagnostics: bool = False,
+) -> LinearErmiStep | None:
+    """:class:`LinearErmiStep` for this fit when it applies, else None (the engine's step).
+
+    Parameters are those of :func:`skfairdp.engine.train` (``tensors`` is
+    ``DPFermiClassifier._per_row_tensors``' ``(codes, weights)``).
+    """
+    if not ENABLED or X is None or X.dim() != 2 or X.dtype != torch.float32:
+        return None
+    if not noise.private or record_diagnostics or active_collective() is not None:
+        return None
+    if not getattr(sampler, "poisson", False):
+        return None
+    if problem.sensitive_unit or problem.lam <= 0 or not problem.best_response:
+        return None
+    if not problem.hard_dual or (problem.loss_scale, problem.penalty_scale) != (1.0, 1.0):
+        return None
+    layer = single_linear(module)
+    if layer is None or layer.out_features != problem.W.shape[2]:
+        return None
+    low, high = _FLOAT32_CLIP_RANGE
+    clips = (
+        [problem.max_grad_norm * share for share in problem.split]
+        if problem.split is not None
+        else [noise.max_grad_norm]
+    )
+    if not all(low <= c <= high for c in clips) or not math.isfinite(noise.max_grad_norm):
+        return None
+    if len(tensors) != 2 or not (1.0 <= problem.dual_clip < math.inf):
+        return None
+    return LinearErmiStep(
+        problem, layer, X, tensors, sample_weight, sampler, optimizer, noise, random, recorder
+    )
+
+
+class LinearErmiStep:
+    """One private DP-FERMI step on a batch of row indices (see the module docstring).
+
+    ``step(idx)`` releases and applies the step on rows ``idx`` and returns True, or
+    returns False having done nothing (the engine's step is then taken). Call
+    :meth:`start_epoch` at the start of each epoch (the optimizer's settings are read
+    there).
+    """
+
+    def __init__(
+        self, problem, layer, X, tensors, sample_weight, sampler, optimizer, noise, random, recorder
+    ):  # fmt: skip
+        self.problem, self.X, self.optimizer = problem, X, optimizer
+        self.weight, self.bias = layer.weight, layer.bias
+        # aliases without autograd (they see the in-place steps): the forward builds no graph
+        self._weight_data, self._bias_data = layer.weight.detach(), layer.bias.detach()
+        self.random, self.recorder = random, recorder
+        self.sample_weight = sample_weight
+        self.q = float(sampler.sampling_rate)
+        self.denominator = float(sampler.expected_batch_size)
+        n_blocks, k, l = problem.W.shape
+        self.l, self.n_cells = l, n_blocks * k * l
+        codes, weights = tensors
+        y, s, block = codes.unbind(dim=1)
+        cell = block * k + s if n_blocks > 1 else s
+        # per row, int64: the psi table's row (cell) and the histogram's first column
+        self.ints = torch.stack([cell, cell * l], dim=1)
+        # per row, float32: one-hot label (l), psi weight, the balanced factor f (ones for
+        # "split", 1 unused for "joint"), histogram activity (dual weight != 0), |(a, 1)|
+        onehot = torch.zeros(len(y), l, dtype=torch.float32).scatter_(1, y.unsqueeze(1), 1.0)
+        split = problem.split is not None
+        if split and problem.balanced:
+            factor = weights[:, 2]
+        else:
+            factor = torch.ones_like(weights[:, 0])
+        active = (weights[:, 1] != 0).to(torch.float32)
+        # the engine's per-batch |(a_i, 1)| (FactoredLinearGradients._float32_norms), per row
+        a_norms = torch.linalg.vector_norm(X, dim=1).square_().add_(1.0).sqrt_()
+        columns = [onehot, weights[:, 0:1], factor.unsqueeze(1), active.unsqueeze(1)]
+        self.floats = torch.cat([*columns, a_norms.unsqueeze(1)], dim=1).to(X.device)
+        self.ints = self.ints.to(X.device)
+        self.split = [problem.max_grad_norm * share for share in problem.split] if split else None
+        self.clip = noise.max_grad_norm
+        max_weight = noise.max_weight
+        # the engine's sensitivities: C (clip_plan's or max_grad_norm) and the unit rows' 1,
+        # each times the weight bound; the noise stds and events as gaussian_sum forms them
+        sensitivity = (problem.max_grad_norm if split else noise.max_grad_norm) * max_weight
+        dual_sensitivity = problem.dual_clip * max_weight
+        z, z_dual = float(noise.primal_multiplier), float(noise.dual_multiplier)
+        self.std, self.dual_std = z * float(sensitivity), z_dual * float(dual_sensitivity)
+        self.events = (_gaussian_event(z), _gaussian_event(z_dual))
+        self.n_params = self.weight.numel() + self.bias.numel()
+        self.sizes = [self.weight.numel(), self.bias.numel()]
+        self.sgd = False
+        self.start_epoch()
+
+    def start_epoch(self) -> None:
+        """Read the optimizer's settings (a callback may have changed them)."""
+        self.sgd = plain_sgd(self.optimizer)
+
+    def step(self, idx: np.ndarray) -> bool:
+        """Release and apply one step on rows ``idx`` (sorted); False: not taken."""
+        if len(idx) == 0:
+            return False  # the engine's empty-batch step
+        idx_t = torch.from_numpy(np.asarray(idx)).to(self.X.device)
+        Xb = self.X.index_select(0, idx_t)
+        ints = self.ints.index_select(0, idx_t)
+        floats = self.floats.index_select(0, idx_t)
+        weights = None if self.sample_weight is None else self.sample_weight.index_select(0, idx_t)
+        l = self.l
+        problem = self.problem
+        combined = problem._psi_tables()[2]
+        # the forward pass (nn.Linear: addmm) and primal_output_gradients' operations
+        outputs = torch.nn.functional.linear(Xb, self._weight_data, self._bias_data)
+        log_p = torch.log_softmax(outputs, dim=1)
+        F = log_p.exp()
+        d_loss = F - floats[:, :l]  # = F.scatter_add(1, y, -1): the same subtraction
+        c = combined.index_select(0, ints[:, 0])
+        psi_plus_one = (F * c).sum(dim=1)
+        d_private = floats[:, l : l + 1] * F * (c - psi_plus_one.unsqueeze(1))
+        a_norms = floats[:, l + 3]
+        if self.split is not None:
+            d_private = d_private / floats[:, l + 1 : l + 2]
+            grads = (d_loss, d_private)
+            norms = [torch.linalg.vector_norm(b, dim=1) * a_norms for b in grads]
+            peak = torch.maximum(norms[0], norms[1]).max()
+        else:
+            grads = (d_loss + d_private,)
+            norms = [torch.linalg.vector_norm(grads[0], dim=1) * a_norms]
+            peak = norms[0].max()
+        # one host read: finite outputs (their sum; a non-finite one makes it NaN) and
+        # tame norms (finite, below TAME_NORM), else the engine's step
+        if not float(peak + outputs.sum() * 0.0) < TAME_NORM:
+            return False
+        total = self._clipped_sum(grads, norms, floats, weights, Xb)
+        column = ints[:, 1] + F.argmax(dim=1)
+        active = floats[:, l + 2]
+        if weights is not None:
+            active = active * weights.to(torch.float32)
+        histogram = active.new_zeros(self.n_cells).index_add_(0, column, active)
+        recorder, random = self.recorder, self.random
+        with recorder.batch(self.q):
+            noise = random.normal((self.n_params,), self.std, dtype=torch.float32)
+            recorder.record(self.events[0])
+            primal = total + noise.to(total.device)
+            noise = random.normal((self.n_cells,), self.dual_std, dtype=torch.float32)
+            recorder.record(self.events[1])
+            dual = histogram + noise.to(histogram.device)
+        self._apply(primal, dual)
+        return True
+
+    def _clipped_sum(self, grads, norms, floats, weights, Xb) -> torch.Tensor:
+        """``engine.fused.clipped_totals`` (split) or ``clipped_total`` (joint) of the
+        tame batch, with the same operations: ``sum_k (f_k * B_k)^T A`` and its bias part."""
+        l = self.l
+        if self.split is not None:
+            C0, C1 = self.split
+            n0, n1 = norms
+            if weights is None:
+                f0 = torch.div(C0, n0.clamp(min=C0))
+            else:
+                f0 = torch.div(C0, n0.double().clamp(min=C0)) * weights.to(torch.float64)
+                f0 = f0.to(torch.float32)
+            f = floats[:, l + 1]
+            if weights is not None:
+                f = f * weights.to(torch.float32)
+            f1 = torch.div(C1, n1.double().clamp(min=C1)) * f.to(torch.float64)
+            rows = grads[0] * f0.unsqueeze(1)
+            rows = rows.add_(grads[1] * f1.to(torch.float32).unsqueeze(1))
+            wb_t = rows.t()
+        else:
+            C = self.clip
+            if weights is None:
+                factors = torch.div(C, norms[0].clamp(min=C))
+            else:
+                factors = torch.div(C, norms[0].double().clamp(min=C)) * weights.to(torch.float64)
+            wb_t = grads[0].t() * factors.to(torch.float32)
+        return torch.cat([(wb_t @ Xb).reshape(-1), wb_t.sum(1)])
+
+    def _apply(self, primal: torch.Tensor, dual: torch.Tensor) -> None:
+        """:func:`skfairdp.engine.step.apply` of the release ``(primal, dual)``."""
+        primal = primal / self.denominator
+        weight, bias = self.weight, self.bias
+        grad_w, grad_b = primal.split_with_sizes(self.sizes)
+        weight.grad, bias.grad = grad_w.view(weight.shape), grad_b.view(bias.shape)
+        if self.sgd:
+            lr = -self.optimizer.param_groups[0]["lr"]
+            with torch.no_grad():
+                weight.add_(weight.grad, alpha=lr)
+                bias.add_(bias.grad, alpha=lr)
+        else:
+            self.optimizer.step()
+        self.problem.dual_step(dual / self.denominator)
