@@ -148,12 +148,13 @@ class LinearErmiStep:
         n_blocks, k, l = problem.W.shape
         self.l, self.n_cells = l, n_blocks * k * l
         codes, weights = tensors
-        y, s, block = codes.unbind(dim=1)
+        y, s, block = codes.cpu().unbind(dim=1)
         cell = block * k + s if n_blocks > 1 else s
-        # per row, int64: the psi table's row (cell) and the histogram's first column
-        self.ints = torch.stack([cell, cell * l], dim=1)
+        # per row: the psi table's row (and the histogram's cell)
+        self.cell = cell.numpy()
+        weights = weights.cpu()
         # per row, float32: one-hot label (l), psi weight, the balanced factor f (ones for
-        # "split", 1 unused for "joint"), histogram activity (dual weight != 0), |(a, 1)|
+        # "split", unused for "joint"), histogram activity (dual weight != 0), |(a, 1)|
         onehot = torch.zeros(len(y), l, dtype=torch.float32).scatter_(1, y.unsqueeze(1), 1.0)
         split = problem.split is not None
         if split and problem.balanced:
@@ -161,13 +162,15 @@ class LinearErmiStep:
         else:
             factor = torch.ones_like(weights[:, 0])
         active = (weights[:, 1] != 0).to(torch.float32)
-        # the engine's per-batch |(a_i, 1)| (FactoredLinearGradients._float32_norms), per row
-        a_norms = torch.linalg.vector_norm(X, dim=1).square_().add_(1.0).sqrt_()
+        # the engine's per-batch |(a_i, 1)| (FactoredLinearGradients._float32_norms), per row:
+        # the same kernel on the same row gives the same bits
+        a_norms = torch.linalg.vector_norm(X, dim=1).square_().add_(1.0).sqrt_().cpu()
         columns = [onehot, weights[:, 0:1], factor.unsqueeze(1), active.unsqueeze(1)]
-        self.floats = torch.cat([*columns, a_norms.unsqueeze(1)], dim=1).to(X.device)
-        self.ints = self.ints.to(X.device)
+        self.floats = torch.cat([*columns, a_norms.unsqueeze(1)], dim=1).numpy()
+        self.sample_weight = None if sample_weight is None else sample_weight.cpu().numpy()
         self.split = [problem.max_grad_norm * share for share in problem.split] if split else None
         self.clip = noise.max_grad_norm
+        self._buffer = None
         max_weight = noise.max_weight
         # the engine's sensitivities: C (clip_plan's or max_grad_norm) and the unit rows' 1,
         # each times the weight bound; the noise stds and events as gaussian_sum forms them
@@ -189,42 +192,48 @@ class LinearErmiStep:
         """Release and apply one step on rows ``idx`` (sorted); False: not taken."""
         if len(idx) == 0:
             return False  # the engine's empty-batch step
-        idx_t = torch.from_numpy(np.asarray(idx)).to(self.X.device)
-        Xb = self.X.index_select(0, idx_t)
-        ints = self.ints.index_select(0, idx_t)
-        floats = self.floats.index_select(0, idx_t)
-        weights = None if self.sample_weight is None else self.sample_weight.index_select(0, idx_t)
-        l = self.l
-        problem = self.problem
-        combined = problem._psi_tables()[2]
-        # the forward pass (nn.Linear: addmm) and primal_output_gradients' operations
+        idx = np.asarray(idx)
+        X = self.X
+        Xb = X.index_select(0, torch.from_numpy(idx).to(X.device))
+        # the forward pass (nn.Linear: addmm); a non-finite output (or a sum that
+        # overflows): the engine's step, which zeroes such rows
         outputs = torch.nn.functional.linear(Xb, self._weight_data, self._bias_data)
-        log_p = torch.log_softmax(outputs, dim=1)
-        F = log_p.exp()
-        d_loss = F - floats[:, :l]  # = F.scatter_add(1, y, -1): the same subtraction
-        c = combined.index_select(0, ints[:, 0])
-        psi_plus_one = (F * c).sum(dim=1)
-        d_private = floats[:, l : l + 1] * F * (c - psi_plus_one.unsqueeze(1))
-        a_norms = floats[:, l + 3]
-        if self.split is not None:
-            d_private = d_private / floats[:, l + 1 : l + 2]
-            grads = (d_loss, d_private)
-            norms = [torch.linalg.vector_norm(b, dim=1) * a_norms for b in grads]
-            peak = torch.maximum(norms[0], norms[1]).max()
-        else:
-            grads = (d_loss + d_private,)
-            norms = [torch.linalg.vector_norm(grads[0], dim=1) * a_norms]
-            peak = norms[0].max()
-        # one host read: finite outputs (their sum; a non-finite one makes it NaN) and
-        # tame norms (finite, below TAME_NORM), else the engine's step
-        if not float(peak + outputs.sum() * 0.0) < TAME_NORM:
+        if not math.isfinite(outputs.sum().item()):
             return False
-        total = self._clipped_sum(grads, norms, floats, weights, Xb)
-        column = ints[:, 1] + F.argmax(dim=1)
-        active = floats[:, l + 2]
-        if weights is not None:
-            active = active * weights.to(torch.float32)
-        histogram = active.new_zeros(self.n_cells).index_add_(0, column, active)
+        l = self.l
+        floats = self.floats[idx]
+        cell = self.cell[idx]
+        F_t = torch.log_softmax(outputs, dim=1).exp()
+        F = F_t.cpu().numpy()
+        # primal_output_gradients' elementwise operations, in NumPy float32 (the same IEEE
+        # operations on the same values as torch's kernels; see the module docstring)
+        combined = self.problem._psi_tables()[2]
+        c = combined.cpu().numpy()[cell]
+        if l == 2:  # a sum of two terms: one rounding, as torch's
+            psi_plus_one = (F * c).sum(axis=1)
+        else:
+            psi_plus_one = (F_t * torch.from_numpy(c).to(F_t.device)).sum(dim=1).cpu().numpy()
+        grads = self._rows(len(idx))
+        # = F.scatter_add(1, y, -1): the same subtraction
+        d_loss = np.subtract(F, floats[:, :l], out=grads[0])
+        d_private = floats[:, l : l + 1] * F * (c - psi_plus_one[:, None])
+        if self.split is not None:
+            np.divide(d_private, floats[:, l + 1 : l + 2], out=grads[1])
+            parts = grads
+        else:
+            parts = grads[:1]
+            np.add(d_loss, d_private, out=parts[0])
+        # per-sample norms |b_ki| |(a_i, 1)| by torch's kernel; tame (finite, below
+        # TAME_NORM) or the engine's step
+        norms_t = torch.linalg.vector_norm(torch.from_numpy(parts), dim=2)
+        norms_t = norms_t.mul_(torch.from_numpy(floats[:, l + 3]))
+        if not norms_t.max().item() < TAME_NORM:
+            return False
+        weights = None if self.sample_weight is None else self.sample_weight[idx]
+        rows = self._clipped_rows(parts, norms_t.numpy(), floats, weights)
+        wb_t = torch.from_numpy(rows).to(X.device).t()
+        total = torch.cat([(wb_t @ Xb).reshape(-1), wb_t.sum(1)])
+        histogram = self._histogram(cell, F, floats[:, l + 2], weights)
         recorder, random = self.recorder, self.random
         with recorder.batch(self.q):
             noise = random.normal((self.n_params,), self.std, dtype=torch.float32)
@@ -232,37 +241,51 @@ class LinearErmiStep:
             primal = total + noise.to(total.device)
             noise = random.normal((self.n_cells,), self.dual_std, dtype=torch.float32)
             recorder.record(self.events[1])
-            dual = histogram + noise.to(histogram.device)
+            dual = histogram.to(noise.device) + noise
         self._apply(primal, dual)
         return True
 
-    def _clipped_sum(self, grads, norms, floats, weights, Xb) -> torch.Tensor:
-        """``engine.fused.clipped_totals`` (split) or ``clipped_total`` (joint) of the
-        tame batch, with the same operations: ``sum_k (f_k * B_k)^T A`` and its bias part."""
+    def _rows(self, batch: int) -> np.ndarray:
+        """A ``(2, batch, l)`` float32 buffer for the objectives' logit gradients."""
+        if self._buffer is None or self._buffer.shape[1] < batch:
+            self._buffer = np.empty((2, max(batch, 64), self.l), dtype=np.float32)
+        return self._buffer[:, :batch]
+
+    def _clipped_rows(self, parts, norms, floats, weights) -> np.ndarray:
+        """``sum_k f_k * B_k``: the rows whose product with the inputs is the clipped sum,
+        with ``engine.fused.clipped_totals``' (split) or ``clipped_total``'s (joint) factors
+        and roundings (float32 factors without sample weights, else float64 ones)."""
         l = self.l
         if self.split is not None:
             C0, C1 = self.split
-            n0, n1 = norms
             if weights is None:
-                f0 = torch.div(C0, n0.clamp(min=C0))
+                f0 = np.float32(C0) / np.maximum(norms[0], np.float32(C0))
             else:
-                f0 = torch.div(C0, n0.double().clamp(min=C0)) * weights.to(torch.float64)
-                f0 = f0.to(torch.float32)
+                f0 = (C0 / np.maximum(norms[0].astype(np.float64), C0) * weights).astype(np.float32)
             f = floats[:, l + 1]
             if weights is not None:
-                f = f * weights.to(torch.float32)
-            f1 = torch.div(C1, n1.double().clamp(min=C1)) * f.to(torch.float64)
-            rows = grads[0] * f0.unsqueeze(1)
-            rows = rows.add_(grads[1] * f1.to(torch.float32).unsqueeze(1))
-            wb_t = rows.t()
+                f = f * weights.astype(np.float32)
+            f1 = C1 / np.maximum(norms[1].astype(np.float64), C1) * f.astype(np.float64)
+            rows = parts[0] * f0[:, None]
+            rows += parts[1] * f1.astype(np.float32)[:, None]
+            return rows
+        C = self.clip
+        if weights is None:
+            factors = np.float32(C) / np.maximum(norms[0], np.float32(C))
         else:
-            C = self.clip
-            if weights is None:
-                factors = torch.div(C, norms[0].clamp(min=C))
-            else:
-                factors = torch.div(C, norms[0].double().clamp(min=C)) * weights.to(torch.float64)
-            wb_t = grads[0].t() * factors.to(torch.float32)
-        return torch.cat([(wb_t @ Xb).reshape(-1), wb_t.sum(1)])
+            factors = (C / np.maximum(norms[0].astype(np.float64), C) * weights).astype(np.float32)
+        return parts[0] * factors[:, None]
+
+    def _histogram(self, cell, F, active, weights) -> torch.Tensor:
+        """The hard histogram (``UnitRows.unclipped_total``): row i adds its weight (1) at
+        column ``cell_i * l + argmax F_i`` when active."""
+        column = cell * self.l + F.argmax(axis=1)
+        if weights is None:  # exact counts, whatever the order
+            counts = np.bincount(column, weights=active, minlength=self.n_cells)
+            return torch.from_numpy(counts.astype(np.float32))
+        values = torch.from_numpy(active * weights.astype(np.float32))
+        total = values.new_zeros(self.n_cells)
+        return total.index_add_(0, torch.from_numpy(column), values)
 
     def _apply(self, primal: torch.Tensor, dual: torch.Tensor) -> None:
         """:func:`skfairdp.engine.step.apply` of the release ``(primal, dual)``."""
