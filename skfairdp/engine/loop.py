@@ -146,11 +146,13 @@ def train(
         A problem's dedicated step (e.g. :mod:`skfairdp.fermi.linear_step`):
         ``fast_step(problem, module=, X=, tensors=, sample_weight=, sampler=, optimizer=,
         noise=, random=, recorder=, record_diagnostics=)`` returns None (the engine's
-        step for the whole fit) or an object with ``start_epoch()`` and ``step(idx) ->
-        bool``, which releases (inside ``recorder.batch``) and applies the same step as
-        ``release`` and ``apply`` on rows ``idx``, or returns False having drawn and
-        recorded nothing; the engine's step is then taken on those rows. Only for
-        in-memory ``X``.
+        step for the whole fit) or an object with ``start_epoch()``, ``step(idx) ->
+        bool`` and ``finish()``. ``step`` releases (inside ``recorder.batch``) and
+        applies the same step as ``release`` and ``apply`` on rows ``idx``, or returns
+        False having drawn and recorded nothing, with the problem's state up to date;
+        the engine's step is then taken on those rows. ``finish()`` (called once, when
+        training ends) leaves the problem's state as the engine's steps would have.
+        Only for in-memory ``X``.
     """
     recorder = _resolve_recorder(recorder, problem)
     device = X.device if X is not None else next(module.parameters()).device
@@ -255,6 +257,8 @@ def train(
     except KeyboardInterrupt:
         result.stopped_early = True
     finally:
+        if fast is not None:
+            fast.finish()  # the fast step's state is the problem's
         grads_of.close()
         getattr(sampler, "close", lambda: None)()  # an out-of-core sampler's prefetched pass
     for cb in callbacks:

@@ -171,6 +171,10 @@ class LinearErmiStep:
         self.split = [problem.max_grad_norm * share for share in problem.split] if split else None
         self.clip = noise.max_grad_norm
         self._buffer = None
+        # the dual state between steps (see _apply): the running mean [*H, V, t], the last
+        # best response's answers (W, own, shared, combined) and the combined table
+        self._n_dual = problem.W.numel()
+        self._running = self._answers = self._combined = None
         max_weight = noise.max_weight
         # the engine's sensitivities: C (clip_plan's or max_grad_norm) and the unit rows' 1,
         # each times the weight bound; the noise stds and events as gaussian_sum forms them
@@ -191,6 +195,7 @@ class LinearErmiStep:
     def step(self, idx: np.ndarray) -> bool:
         """Release and apply one step on rows ``idx`` (sorted); False: not taken."""
         if len(idx) == 0:
+            self.finish()
             return False  # the engine's empty-batch step
         idx = np.asarray(idx)
         X = self.X
@@ -199,6 +204,7 @@ class LinearErmiStep:
         # overflows): the engine's step, which zeroes such rows
         outputs = torch.nn.functional.linear(Xb, self._weight_data, self._bias_data)
         if not math.isfinite(outputs.sum().item()):
+            self.finish()
             return False
         l = self.l
         floats = self.floats[idx]
@@ -207,8 +213,7 @@ class LinearErmiStep:
         F = F_t.cpu().numpy()
         # primal_output_gradients' elementwise operations, in NumPy float32 (the same IEEE
         # operations on the same values as torch's kernels; see the module docstring)
-        combined = self.problem._psi_tables()[2]
-        c = combined.cpu().numpy()[cell]
+        c = self._dual_tables()[cell]
         if l == 2:  # a sum of two terms: one rounding, as torch's
             psi_plus_one = (F * c).sum(axis=1)
         else:
@@ -228,6 +233,7 @@ class LinearErmiStep:
         norms_t = torch.linalg.vector_norm(torch.from_numpy(parts), dim=2)
         norms_t = norms_t.mul_(torch.from_numpy(floats[:, l + 3]))
         if not norms_t.max().item() < TAME_NORM:
+            self.finish()
             return False
         weights = None if self.sample_weight is None else self.sample_weight[idx]
         rows = self._clipped_rows(parts, norms_t.numpy(), floats, weights)
@@ -288,16 +294,44 @@ class LinearErmiStep:
         return total.index_add_(0, torch.from_numpy(column), values)
 
     def _apply(self, primal: torch.Tensor, dual: torch.Tensor) -> None:
-        """:func:`skfairdp.engine.step.apply` of the release ``(primal, dual)``."""
+        """:func:`skfairdp.engine.step.apply` of the release ``(primal, dual)``.
+
+        The dual step is ``ErmiProblem.dual_step``'s: the iterate average's step, then the
+        best response in Python floats (:meth:`ErmiProblem.best_response_floats`), whose
+        result stays in lists here (the next step reads the ``combined`` table from
+        them) until :meth:`finish` makes it the problem's state."""
         primal = primal / self.denominator
         weight, bias = self.weight, self.bias
         grad_w, grad_b = primal.split_with_sizes(self.sizes)
         weight.grad, bias.grad = grad_w.view(weight.shape), grad_b.view(bias.shape)
         if self.sgd:
             lr = -self.optimizer.param_groups[0]["lr"]
-            with torch.no_grad():
-                weight.add_(weight.grad, alpha=lr)
-                bias.add_(bias.grad, alpha=lr)
+            self._weight_data.add_(weight.grad, alpha=lr)  # aliases: no autograd to skip
+            self._bias_data.add_(bias.grad, alpha=lr)
         else:
             self.optimizer.step()
-        self.problem.dual_step(dual / self.denominator)
+        problem = self.problem
+        if problem.average is not None:
+            problem.average.step()
+        running, n = self._running, self._n_dual
+        gradient = (dual / self.denominator).tolist()
+        running, answers = problem.best_response_floats(
+            running[:n], running[n], running[n + 1], gradient
+        )
+        self._running, self._answers = running, answers
+        self._combined = np.array(answers[3], dtype=np.float32).reshape(-1, self.l)
+
+    def _dual_tables(self) -> np.ndarray:
+        """The ``combined`` psi table (float32, one row per cell) of the current W."""
+        if self._running is None:  # the problem's state (at the start, after the engine's step)
+            state = self.problem.state
+            self._running = [*state["H"].tolist(), float(state["V"]), float(state["t"])]
+            self._combined = self.problem._psi_tables()[2].cpu().numpy()
+        return self._combined
+
+    def finish(self) -> None:
+        """Make the steps' dual state the problem's (``state``, psi tables): before the
+        engine's step, and at the end of training."""
+        if self._answers is not None:
+            self.problem._set_best_response(self._running, self._answers)
+        self._running = self._answers = None
