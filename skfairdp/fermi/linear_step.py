@@ -99,6 +99,8 @@ def linear_ermi_step(
     """
     if not ENABLED or X is None or X.dim() != 2 or X.dtype != torch.float32:
         return None
+    if X.device.type != "cpu" or len(X) >= 2**24:  # its NumPy arithmetic runs on the host
+        return None
     if not noise.private or record_diagnostics or active_collective() is not None:
         return None
     if not getattr(sampler, "poisson", False):
@@ -148,13 +150,12 @@ class LinearErmiStep:
         n_blocks, k, l = problem.W.shape
         self.l, self.n_cells = l, n_blocks * k * l
         codes, weights = tensors
-        y, s, block = codes.cpu().unbind(dim=1)
+        y, s, block = codes.unbind(dim=1)
         cell = block * k + s if n_blocks > 1 else s
-        # per row: the psi table's row (and the histogram's cell)
-        self.cell = cell.numpy()
-        weights = weights.cpu()
-        # per row, float32: one-hot label (l), psi weight, the balanced factor f (ones for
-        # "split", unused for "joint"), histogram activity (dual weight != 0), |(a, 1)|
+        # one float32 table, one row per data row (one gather per step: a scattered gather
+        # costs its rows' memory latency): one-hot label (l), psi weight, the balanced
+        # factor f (ones for "split", unused for "joint"), histogram activity (dual
+        # weight != 0), |(a, 1)|, and the cell (an integer below 2^24: exact)
         onehot = torch.zeros(len(y), l, dtype=torch.float32).scatter_(1, y.unsqueeze(1), 1.0)
         split = problem.split is not None
         if split and problem.balanced:
@@ -164,17 +165,21 @@ class LinearErmiStep:
         active = (weights[:, 1] != 0).to(torch.float32)
         # the engine's per-batch |(a_i, 1)| (FactoredLinearGradients._float32_norms), per row:
         # the same kernel on the same row gives the same bits
-        a_norms = torch.linalg.vector_norm(X, dim=1).square_().add_(1.0).sqrt_().cpu()
-        columns = [onehot, weights[:, 0:1], factor.unsqueeze(1), active.unsqueeze(1)]
-        self.floats = torch.cat([*columns, a_norms.unsqueeze(1)], dim=1).numpy()
+        a_norms = torch.linalg.vector_norm(X, dim=1).square_().add_(1.0).sqrt_()
+        columns = [weights[:, 0], factor, active, a_norms, cell.to(torch.float32)]
+        self.table = torch.cat([onehot, torch.stack(columns, dim=1)], dim=1)
         self.sample_weight = None if sample_weight is None else sample_weight.cpu().numpy()
         self.split = [problem.max_grad_norm * share for share in problem.split] if split else None
         self.clip = noise.max_grad_norm
+        # the float32 clips of the float32 factor paths (C / max(norm, C) in float32)
+        clips32 = self.split[0] if split else self.clip
+        self.clip32 = np.float32(clips32)
         self._buffer = None
         # the dual state between steps (see _apply): the running mean [*H, V, t], the last
         # best response's answers (W, own, shared, combined) and the combined table
         self._n_dual = problem.W.numel()
         self._running = self._answers = self._combined = None
+        self._grads = None  # the last plain-SGD step's gradients, for the parameters' .grad
         max_weight = noise.max_weight
         # the engine's sensitivities: C (clip_plan's or max_grad_norm) and the unit rows' 1,
         # each times the weight bound; the noise stds and events as gaussian_sum forms them
@@ -197,57 +202,59 @@ class LinearErmiStep:
         if len(idx) == 0:
             self.finish()
             return False  # the engine's empty-batch step
-        idx = np.asarray(idx)
-        X = self.X
-        Xb = X.index_select(0, torch.from_numpy(idx).to(X.device))
-        # the forward pass (nn.Linear: addmm); a non-finite output (or a sum that
-        # overflows): the engine's step, which zeroes such rows
+        idx_t = torch.from_numpy(np.asarray(idx))
+        Xb = self.X.index_select(0, idx_t)
+        table = self.table.index_select(0, idx_t).numpy()
+        # the forward pass (nn.Linear: addmm) and the softmax of primal_output_gradients
         outputs = torch.nn.functional.linear(Xb, self._weight_data, self._bias_data)
-        if not math.isfinite(outputs.sum().item()):
+        log_p = torch.log_softmax(outputs, dim=1)
+        # every log-probability finite implies every output finite; else (a non-finite
+        # output, or one so far from the others that its log-probability overflows) the
+        # engine's step, which zeroes non-finite rows
+        if not np.isfinite(log_p.numpy()).all():
             self.finish()
             return False
+        F = log_p.exp().numpy()
         l = self.l
-        floats = self.floats[idx]
-        cell = self.cell[idx]
-        F_t = torch.log_softmax(outputs, dim=1).exp()
-        F = F_t.cpu().numpy()
+        cell = table[:, l + 4].astype(np.int64)
         # primal_output_gradients' elementwise operations, in NumPy float32 (the same IEEE
         # operations on the same values as torch's kernels; see the module docstring)
         c = self._dual_tables()[cell]
         if l == 2:  # a sum of two terms: one rounding, as torch's
             psi_plus_one = (F * c).sum(axis=1)
         else:
-            psi_plus_one = (F_t * torch.from_numpy(c).to(F_t.device)).sum(dim=1).cpu().numpy()
+            psi_plus_one = (torch.from_numpy(F) * torch.from_numpy(c)).sum(dim=1).numpy()
         grads = self._rows(len(idx))
         # = F.scatter_add(1, y, -1): the same subtraction
-        d_loss = np.subtract(F, floats[:, :l], out=grads[0])
-        d_private = floats[:, l : l + 1] * F * (c - psi_plus_one[:, None])
+        d_loss = np.subtract(F, table[:, :l], out=grads[0])
+        d_private = table[:, l : l + 1] * F * (c - psi_plus_one[:, None])
         if self.split is not None:
-            np.divide(d_private, floats[:, l + 1 : l + 2], out=grads[1])
+            np.divide(d_private, table[:, l + 1 : l + 2], out=grads[1])
             parts = grads
         else:
             parts = grads[:1]
             np.add(d_loss, d_private, out=parts[0])
         # per-sample norms |b_ki| |(a_i, 1)| by torch's kernel; tame (finite, below
         # TAME_NORM) or the engine's step
-        norms_t = torch.linalg.vector_norm(torch.from_numpy(parts), dim=2)
-        norms_t = norms_t.mul_(torch.from_numpy(floats[:, l + 3]))
-        if not norms_t.max().item() < TAME_NORM:
+        norms = torch.linalg.vector_norm(torch.from_numpy(parts), dim=2)
+        norms = norms.mul_(torch.from_numpy(table[:, l + 3])).numpy()
+        if not norms.max() < TAME_NORM:  # NaN fails too
             self.finish()
             return False
         weights = None if self.sample_weight is None else self.sample_weight[idx]
-        rows = self._clipped_rows(parts, norms_t.numpy(), floats, weights)
-        wb_t = torch.from_numpy(rows).to(X.device).t()
-        total = torch.cat([(wb_t @ Xb).reshape(-1), wb_t.sum(1)])
-        histogram = self._histogram(cell, F, floats[:, l + 2], weights)
+        wb_t = torch.from_numpy(self._clipped_rows(parts, norms, table, weights)).t()
+        total = torch.empty(self.n_params)
+        torch.mm(wb_t, Xb, out=total[: self.sizes[0]].view(self.weight.shape))
+        torch.sum(wb_t, 1, out=total[self.sizes[0] :])
+        histogram = self._histogram(cell, F, table[:, l + 2], weights)
         recorder, random = self.recorder, self.random
         with recorder.batch(self.q):
             noise = random.normal((self.n_params,), self.std, dtype=torch.float32)
             recorder.record(self.events[0])
-            primal = total + noise.to(total.device)
+            primal = total + noise
             noise = random.normal((self.n_cells,), self.dual_std, dtype=torch.float32)
             recorder.record(self.events[1])
-            dual = histogram.to(noise.device) + noise
+            dual = histogram + noise
         self._apply(primal, dual)
         return True
 
@@ -257,7 +264,7 @@ class LinearErmiStep:
             self._buffer = np.empty((2, max(batch, 64), self.l), dtype=np.float32)
         return self._buffer[:, :batch]
 
-    def _clipped_rows(self, parts, norms, floats, weights) -> np.ndarray:
+    def _clipped_rows(self, parts, norms, table, weights) -> np.ndarray:
         """``sum_k f_k * B_k``: the rows whose product with the inputs is the clipped sum,
         with ``engine.fused.clipped_totals``' (split) or ``clipped_total``'s (joint) factors
         and roundings (float32 factors without sample weights, else float64 ones)."""
@@ -265,10 +272,10 @@ class LinearErmiStep:
         if self.split is not None:
             C0, C1 = self.split
             if weights is None:
-                f0 = np.float32(C0) / np.maximum(norms[0], np.float32(C0))
+                f0 = self.clip32 / np.maximum(norms[0], self.clip32)
             else:
                 f0 = (C0 / np.maximum(norms[0].astype(np.float64), C0) * weights).astype(np.float32)
-            f = floats[:, l + 1]
+            f = table[:, l + 1]
             if weights is not None:
                 f = f * weights.astype(np.float32)
             f1 = C1 / np.maximum(norms[1].astype(np.float64), C1) * f.astype(np.float64)
@@ -277,7 +284,7 @@ class LinearErmiStep:
             return rows
         C = self.clip
         if weights is None:
-            factors = np.float32(C) / np.maximum(norms[0], np.float32(C))
+            factors = self.clip32 / np.maximum(norms[0], self.clip32)
         else:
             factors = (C / np.maximum(norms[0].astype(np.float64), C) * weights).astype(np.float32)
         return parts[0] * factors[:, None]
@@ -303,12 +310,14 @@ class LinearErmiStep:
         primal = primal / self.denominator
         weight, bias = self.weight, self.bias
         grad_w, grad_b = primal.split_with_sizes(self.sizes)
-        weight.grad, bias.grad = grad_w.view(weight.shape), grad_b.view(bias.shape)
-        if self.sgd:
+        grad_w = grad_w.view(weight.shape)
+        if self.sgd:  # the parameters' .grad: set by finish() (the last step's, as the engine)
             lr = -self.optimizer.param_groups[0]["lr"]
-            self._weight_data.add_(weight.grad, alpha=lr)  # aliases: no autograd to skip
-            self._bias_data.add_(bias.grad, alpha=lr)
+            self._weight_data.add_(grad_w, alpha=lr)  # aliases: no autograd to skip
+            self._bias_data.add_(grad_b, alpha=lr)
+            self._grads = (grad_w, grad_b)
         else:
+            weight.grad, bias.grad = grad_w, grad_b
             self.optimizer.step()
         problem = self.problem
         if problem.average is not None:
@@ -335,3 +344,6 @@ class LinearErmiStep:
         if self._answers is not None:
             self.problem._set_best_response(self._running, self._answers)
         self._running = self._answers = None
+        if self._grads is not None:
+            self.weight.grad, self.bias.grad = self._grads
+            self._grads = None
