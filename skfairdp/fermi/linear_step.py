@@ -190,6 +190,9 @@ class LinearErmiStep:
         self.events = (_gaussian_event(z), _gaussian_event(z_dual))
         self.n_params = self.weight.numel() + self.bias.numel()
         self.sizes = [self.weight.numel(), self.bias.numel()]
+        total = torch.empty(self.n_params)
+        weight_part = total[: self.sizes[0]].view(self.weight.shape)
+        self._total = (total, weight_part, total[self.sizes[0] :])
         self.sgd = False
         self.start_epoch()
 
@@ -208,18 +211,12 @@ class LinearErmiStep:
         # the forward pass (nn.Linear: addmm) and the softmax of primal_output_gradients
         outputs = torch.nn.functional.linear(Xb, self._weight_data, self._bias_data)
         log_p = torch.log_softmax(outputs, dim=1)
-        # every log-probability finite implies every output finite; else (a non-finite
-        # output, or one so far from the others that its log-probability overflows) the
-        # engine's step, which zeroes non-finite rows
-        if not np.isfinite(log_p.numpy()).all():
-            self.finish()
-            return False
         F = log_p.exp().numpy()
         l = self.l
         cell = table[:, l + 4].astype(np.int64)
         # primal_output_gradients' elementwise operations, in NumPy float32 (the same IEEE
         # operations on the same values as torch's kernels; see the module docstring)
-        c = self._dual_tables()[cell]
+        c = (self._combined if self._running is not None else self._dual_tables())[cell]
         if l == 2:  # a sum of two terms: one rounding, as torch's
             psi_plus_one = (F * c).sum(axis=1)
         else:
@@ -237,15 +234,19 @@ class LinearErmiStep:
         # per-sample norms |b_ki| |(a_i, 1)| by torch's kernel; tame (finite, below
         # TAME_NORM) or the engine's step
         norms = torch.linalg.vector_norm(torch.from_numpy(parts), dim=2)
-        norms = norms.mul_(torch.from_numpy(table[:, l + 3])).numpy()
-        if not norms.max() < TAME_NORM:  # NaN fails too
+        norms = norms.mul_(torch.from_numpy(table[:, l + 3]))
+        # one check: every log-probability finite (so every output: a NaN or infinite one
+        # makes the sum NaN or -inf, as does one so far from the others that its
+        # log-probability overflows; no log-probability is above 0) and every norm tame
+        # (finite, below TAME_NORM); else the engine's step (which zeroes non-finite rows)
+        if not float(norms.max()) + 0.0 * float(log_p.sum()) < TAME_NORM:  # torch: no warnings
             self.finish()
             return False
         weights = None if self.sample_weight is None else self.sample_weight[idx]
-        wb_t = torch.from_numpy(self._clipped_rows(parts, norms, table, weights)).t()
-        total = torch.empty(self.n_params)
-        torch.mm(wb_t, Xb, out=total[: self.sizes[0]].view(self.weight.shape))
-        torch.sum(wb_t, 1, out=total[self.sizes[0] :])
+        wb_t = torch.from_numpy(self._clipped_rows(parts, norms.numpy(), table, weights)).t()
+        total, total_w, total_b = self._total  # the sum, written in place (the same kernels)
+        torch.mm(wb_t, Xb, out=total_w)
+        torch.sum(wb_t, 1, out=total_b)
         histogram = self._histogram(cell, F, table[:, l + 2], weights)
         recorder, random = self.recorder, self.random
         with recorder.batch(self.q):
