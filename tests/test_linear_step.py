@@ -26,12 +26,13 @@ from skfairdp.privacy import RandomSource
 @pytest.fixture
 def taken(monkeypatch):
     """Counts of the steps the linear step took (True) and handed to the engine (False)."""
-    counts = {True: 0, False: 0}
+    counts = {True: 0, False: 0, "empty": 0}
     original = LinearErmiStep.step
 
     def step(self, idx):
         done = original(self, idx)
         counts[done] += 1
+        counts["empty"] += len(idx) == 0
         return done
 
     monkeypatch.setattr(LinearErmiStep, "step", step)
@@ -54,7 +55,7 @@ def assert_same_fit(a, b, X):
     assert a.dp_event_ == b.dp_event_
     assert a.privacy_spent_ == b.privacy_spent_
     assert a.n_steps_ == b.n_steps_
-    assert np.array_equal(a.predict_proba(X), b.predict_proba(X))
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))  # NaN == NaN
 
 
 CONFIGS = {
@@ -95,14 +96,17 @@ def test_sample_weights_and_three_classes(penalty_clip, monkeypatch, taken):
     assert_same_fit(fast, engine, X)
 
 
-def test_empty_batches_and_wild_rows_take_the_engines_step(monkeypatch, taken):
+@pytest.mark.parametrize("wild", [1e25, float(np.finfo(np.float32).max)])
+def test_empty_batches_and_wild_rows_take_the_engines_step(wild, monkeypatch, taken):
     """An empty Poisson batch, and a batch holding a row whose gradient norm is not tame
-    (above 2^64): the engine's step on those rows, the same fit."""
+    (above 2^64) or whose outputs are not finite: the engine's step on those rows, the
+    same fit."""
     X, y, s = make_biased_data(n=300, seed=2, n_features=3)
-    X[7] = 1e25  # |(a, 1)| ~ 1.7e25: any non-zero logit gradient is not tame
-    params = dict(batch_size=3, max_epochs=1, random_state=5)  # q = 1 %: P(empty) ~ 5 %
+    X[7] = wild  # |(a, 1)| ~ 1.7e25 (not tame), or float32's largest (outputs overflow)
+    params = dict(batch_size=3, max_epochs=2, random_state=5)  # q = 1 %: P(empty) ~ 5 %
     fast = _fit(X, y, s, True, monkeypatch, **params)
-    assert taken[False] > 0 and taken[True] > 0
+    assert taken["empty"] > 0 and taken[True] > 0
+    assert taken[False] > taken["empty"]  # a non-empty batch on the engine's step
     assert taken[True] + taken[False] == fast.n_steps_
     engine = _fit(X, y, s, False, monkeypatch, **params)
     assert_same_fit(fast, engine, X)
