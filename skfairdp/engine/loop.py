@@ -150,9 +150,9 @@ def train(
         bool`` and ``finish()``. ``step`` releases (inside ``recorder.batch``) and
         applies the same step as ``release`` and ``apply`` on rows ``idx``, or returns
         False having drawn and recorded nothing, with the problem's state up to date;
-        the engine's step is then taken on those rows. ``finish()`` (called once, when
-        training ends) leaves the problem's state as the engine's steps would have.
-        Only for in-memory ``X``.
+        the engine's step is then taken on those rows. ``finish()`` (at the end of each
+        epoch, and of training) leaves the problem and the module as the engine's steps
+        would have. Only for in-memory ``X``.
     """
     recorder = _resolve_recorder(recorder, problem)
     device = X.device if X is not None else next(module.parameters()).device
@@ -242,6 +242,8 @@ def train(
                     announce_duration(time.perf_counter() - fit_start, total_steps, verbose)
                 if result.steps == snapshot_step:
                     snapshot = copy.deepcopy(module.state_dict())
+            if fast is not None:
+                fast.finish()  # the problem and model as the engine's steps leave them
             result.epoch_events.append(recorder.build())
             check_finite_parameters(module, epoch + 1)
             totals = {key: float(torch.cat(values).sum()) for key, values in diagnostics.items()}

@@ -5,35 +5,43 @@ sample ``i``'s gradient of any objective of the logits is ``b_i a_i^T`` (and ``b
 the bias), with ``a_i`` the row of ``X`` and ``b_i`` the objective's gradient in the
 logits, which :meth:`ErmiProblem.primal_output_gradients` writes by hand. Everything the
 engine's step computes (:func:`skfairdp.engine.step.release`, then
-:func:`~skfairdp.engine.step.apply`) then follows from a handful of tensor operations on
-the batch: one forward matmul, the logit gradients, the per-sample norms
-``|b_i| |(a_i, 1)|``, the clip factors, one product ``(sum_k f_k * B_k)^T A`` for the
-clipped sum, and the hard histogram of the dual release. :class:`LinearErmiStep` runs
-exactly those operations, without the engine's per-step machinery (the forward hook,
-the per-sample gradient objects, the hooks' dicts, two host reads).
+:func:`~skfairdp.engine.step.apply`) then follows from a few operations on the batch:
+one forward product, the logit gradients, the per-sample norms ``|b_i| |(a_i, 1)|``, the
+clip factors, one product ``(sum_k f_k * B_k)^T A`` for the clipped sum, and the hard
+histogram of the dual release. :class:`LinearErmiStep` runs exactly those, without the
+engine's per-step machinery (the forward hook, the per-sample gradient objects, the
+hooks' dicts), with the batch's elementwise arithmetic in NumPy on the host (a NumPy call
+on a few hundred numbers costs a fraction of a torch call) and the best response's running
+mean kept in Python floats between steps.
 
 It is the same mechanism, operation for operation: the same Poisson batches (the
-sampler's draws), the same per-sample clip ``C_k`` and norms, computed by the same torch
-operations on the same float32 values (the inputs' norms ``|(a_i, 1)|`` once for all
-rows at the start of the fit: the same kernel on the same row gives the same bits), the
-same noise draws from the same :class:`~skfairdp.privacy.RandomSource` in the same order
-(the gradient's, then the histogram's), the same events recorded in one
-``recorder.batch(q)`` block per step, and the same apply half (``p -= lr * grad``,
-``ErmiProblem.dual_step``). Two rewrites are exact, not approximations: the loss
-gradient ``F - e_y`` is a subtraction of a one-hot row (the engine's ``scatter_add`` of
-``-1``: the same IEEE operation on each entry), and the ``finite outputs`` and ``tame
-norms`` checks share one host read. Seeded fits are therefore bit-identical to the
-engine's (``tests/test_linear_step.py`` compares parameters with ``torch.equal``).
+sampler's draws), the same per-sample clip ``C_k`` and norms, the same noise draws from
+the same :class:`~skfairdp.privacy.RandomSource` in the same order (the gradient's, then
+the histogram's), the same events recorded in one ``recorder.batch(q)`` block per step,
+and the same apply half (``p -= lr * grad``, the iterate average,
+:meth:`ErmiProblem.best_response_floats`). Each number is computed by the engine's
+operations on the same values: the norms, log-softmax, products and bias sums by the same
+torch kernels; the elementwise arithmetic (subtractions, products, divisions, maxima, the
+float64 clip factors of the penalty and of sample weights) by NumPy, whose float32 and
+float64 operations are the same correctly rounded IEEE operations; the inputs' norms
+``|(a_i, 1)|`` once for all rows at the start of the fit (the engine's kernel, per row the
+same bits). Three rewrites give the same numbers: the loss gradient ``F - e_y`` is a
+subtraction of a one-hot row (the engine's ``scatter_add`` of ``-1``: the same operation
+on each entry), ``psi + 1`` of two logits is one addition (three or more: torch's sum), and
+the unweighted hard histogram is a ``bincount`` (exact integer counts in any order).
+Seeded fits are therefore bit-identical to the engine's (``tests/test_linear_step.py``
+compares parameters, W, ``dp_event_`` and ``privacy_spent_``).
 
-Whenever the batch is not the common case (an empty Poisson batch; a non-finite output;
-a norm that is not finite or above :data:`~skfairdp.engine.clipping.TAME_NORM`) the
-step does nothing and returns False, before any noise is drawn or event recorded, and
-the engine takes that step instead (its float64, scaled-row path). Options it does not
-cover take the engine for the whole fit (:func:`linear_ermi_step` returns None):
-``privacy_unit="sensitive"``, ``fairness_weight=0``, ``dual_rates="soft"``, a float
-``lr_dual``, ``epsilon=inf``, recorded diagnostics, a model other than one Linear layer
-with a bias, data parallel or out-of-core fits. :data:`ENABLED` switches it off (tests
-compare both paths).
+Whenever the batch is not the common case (an empty Poisson batch; a non-finite output,
+or one whose log-probability overflows; a norm that is not finite or above
+:data:`~skfairdp.engine.clipping.TAME_NORM`) the step does nothing and returns False,
+before any noise is drawn or event recorded, and the engine takes that step instead (its
+float64, scaled-row path). Options it does not cover take the engine for the whole fit
+(:func:`linear_ermi_step` returns None): ``privacy_unit="sensitive"``,
+``fairness_weight=0``, ``dual_rates="soft"``, a float ``lr_dual``, ``epsilon=inf``,
+recorded diagnostics, a model other than one Linear layer with a bias (or with forward
+hooks), data-parallel or out-of-core fits, a device other than the CPU. :data:`ENABLED`
+switches it off (tests compare both paths).
 """
 
 from __future__ import annotations
@@ -99,7 +107,7 @@ def linear_ermi_step(
     """
     if not ENABLED or X is None or X.dim() != 2 or X.dtype != torch.float32:
         return None
-    if X.device.type != "cpu" or len(X) >= 2**24:  # its NumPy arithmetic runs on the host
+    if X.device.type != "cpu":  # its NumPy arithmetic runs on the host
         return None
     if not noise.private or record_diagnostics or active_collective() is not None:
         return None
@@ -131,9 +139,9 @@ class LinearErmiStep:
     """One private DP-FERMI step on a batch of row indices (see the module docstring).
 
     ``step(idx)`` releases and applies the step on rows ``idx`` and returns True, or
-    returns False having done nothing (the engine's step is then taken). Call
-    :meth:`start_epoch` at the start of each epoch (the optimizer's settings are read
-    there).
+    returns False having done nothing but :meth:`finish` (the engine's step is then
+    taken). Call :meth:`start_epoch` at the start of each epoch (the optimizer's settings
+    are read there) and :meth:`finish` at its end.
     """
 
     def __init__(
@@ -144,7 +152,6 @@ class LinearErmiStep:
         # aliases without autograd (they see the in-place steps): the forward builds no graph
         self._weight_data, self._bias_data = layer.weight.detach(), layer.bias.detach()
         self.random, self.recorder = random, recorder
-        self.sample_weight = sample_weight
         self.q = float(sampler.sampling_rate)
         self.denominator = float(sampler.expected_batch_size)
         n_blocks, k, l = problem.W.shape
@@ -340,8 +347,10 @@ class LinearErmiStep:
         return self._combined
 
     def finish(self) -> None:
-        """Make the steps' dual state the problem's (``state``, psi tables): before the
-        engine's step, and at the end of training."""
+        """Leave the problem and the model as the engine's steps would have: the steps' dual
+        state becomes the problem's (``state``, psi tables) and the last plain-SGD step's
+        gradient the parameters' ``.grad``. Before the engine's step, at the end of each
+        epoch and of training."""
         if self._answers is not None:
             self.problem._set_best_response(self._running, self._answers)
         self._running = self._answers = None
