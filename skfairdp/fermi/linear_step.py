@@ -17,7 +17,8 @@ mean kept in Python floats between steps.
 It is the same mechanism, operation for operation: the same Poisson batches (the
 sampler's draws), the same per-sample clip ``C_k`` and norms, the same noise draws from
 the same :class:`~skfairdp.privacy.RandomSource` in the same order (the gradient's, then
-the histogram's), the same events recorded in one ``recorder.batch(q)`` block per step,
+the histogram's, each by :func:`~skfairdp.privacy.mechanisms.gaussian_sum`), the same
+events recorded in one ``recorder.batch(q)`` block per step,
 and the same apply half (``p -= lr * grad``, the iterate average,
 :meth:`ErmiProblem.best_response_floats`). Each number is computed by the engine's
 operations on the same values: the norms, log-softmax, products and bias sums by the same
@@ -56,7 +57,7 @@ from ..engine.clipping import _FLOAT32_CLIP_RANGE, TAME_NORM
 from ..engine.step import plain_sgd
 from ..nn import MLPModule
 from ..privacy.collective import active_collective
-from ..privacy.mechanisms import _gaussian_event
+from ..privacy.mechanisms import gaussian_sum
 
 #: Whether DP-FERMI fits take :class:`LinearErmiStep` where it applies (tests switch it off).
 ENABLED = True
@@ -187,14 +188,12 @@ class LinearErmiStep:
         self._n_dual = problem.W.numel()
         self._running = self._answers = self._combined = None
         self._grads = None  # the last plain-SGD step's gradients, for the parameters' .grad
-        max_weight = noise.max_weight
         # the engine's sensitivities: C (clip_plan's or max_grad_norm) and the unit rows' 1,
-        # each times the weight bound; the noise stds and events as gaussian_sum forms them
-        sensitivity = (problem.max_grad_norm if split else noise.max_grad_norm) * max_weight
-        dual_sensitivity = problem.dual_clip * max_weight
-        z, z_dual = float(noise.primal_multiplier), float(noise.dual_multiplier)
-        self.std, self.dual_std = z * float(sensitivity), z_dual * float(dual_sensitivity)
-        self.events = (_gaussian_event(z), _gaussian_event(z_dual))
+        # each times the weight bound, and its noise multipliers
+        clip = problem.max_grad_norm if split else noise.max_grad_norm
+        self.sensitivity = clip * noise.max_weight
+        self.dual_sensitivity = problem.dual_clip * noise.max_weight
+        self.z, self.z_dual = noise.primal_multiplier, noise.dual_multiplier
         self.n_params = self.weight.numel() + self.bias.numel()
         self.sizes = [self.weight.numel(), self.bias.numel()]
         total = torch.empty(self.n_params)
@@ -255,14 +254,11 @@ class LinearErmiStep:
         torch.mm(wb_t, Xb, out=total_w)
         torch.sum(wb_t, 1, out=total_b)
         histogram = self._histogram(cell, F, table[:, l + 2], weights)
+        # the releases, by the mechanism the engine's step calls: one batch event
         recorder, random = self.recorder, self.random
         with recorder.batch(self.q):
-            noise = random.normal((self.n_params,), self.std, dtype=torch.float32)
-            recorder.record(self.events[0])
-            primal = total + noise
-            noise = random.normal((self.n_cells,), self.dual_std, dtype=torch.float32)
-            recorder.record(self.events[1])
-            dual = histogram + noise
+            primal = gaussian_sum(total, self.sensitivity, self.z, random, recorder)[0]
+            dual = gaussian_sum(histogram, self.dual_sensitivity, self.z_dual, random, recorder)[0]
         self._apply(primal, dual)
         return True
 
