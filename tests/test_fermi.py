@@ -19,7 +19,7 @@ import skfairdp.fermi.problem as fermi
 from skfairdp._fit import schedules
 from skfairdp._fit.budget import reserved_noise_multiplier
 from skfairdp.engine.clipping import UnitRows
-from skfairdp.fermi import DPFermiClassifier, ermi
+from skfairdp.fermi import DPFermiClassifier, ermi, linear_step
 from skfairdp.fermi.problem import GROUP_PRIOR_BUDGET_SHARE, ErmiProblem
 from skfairdp.metrics import demographic_parity_violation
 from skfairdp.privacy import epsilon_spent, resolve_delta
@@ -856,6 +856,9 @@ def test_average_iterate_is_the_mean_of_the_tail(monkeypatch, biased_data):
         seen.append(torch.cat([p.detach().flatten().clone() for p in self.average.params]))
 
     monkeypatch.setattr(ErmiProblem, "dual_step", recording)
+    # the engine's step (the linear step calls the average itself; test_linear_step.py
+    # checks that its fits are the engine's, bit for bit)
+    monkeypatch.setattr(linear_step, "ENABLED", False)
     for lam in (0.0, 2.0):  # lambda = 0 has no W step, but is averaged all the same
         seen.clear()
         est = _fit(X, y, s, fairness_weight=lam, epsilon=3.0, batch_size=50, max_epochs=4)
@@ -1004,6 +1007,7 @@ def test_best_response_steps_get_rows_plus_accounted_noise(monkeypatch, biased_d
     monkeypatch.setattr(RandomSource, "normal", normal)
     monkeypatch.setattr(ErmiProblem, "dual_contributions", dual_contributions)
     monkeypatch.setattr(ErmiProblem, "dual_step", dual_step)
+    monkeypatch.setattr(linear_step, "ENABLED", False)  # the engine's hooks (see above)
     est = _fit(X, y, s, fairness_weight=4.0, epsilon=2.0, batch_size=50, max_epochs=10)
     assert len(seen) == est.n_steps_ == 80
     assert est.lr_dual_ == pytest.approx(0.05)

@@ -49,6 +49,7 @@ from test_privacy_mutants import _event_leaves
 import skfairdp.engine.step as engine_step
 import skfairdp.evaluation.table as evaluation_table
 import skfairdp.federated.silo as silo_module
+import skfairdp.fermi.linear_step as linear_step
 import skfairdp.fermi.priors as fermi_priors
 import skfairdp.model_selection.search as search_module
 import skfairdp.preprocessing._step as step_module
@@ -147,9 +148,10 @@ def implied_std(z: float, worst_change: float, unit: str) -> float:
     return z * worst_change / (2.0 if unit == "sensitive" else 1.0)
 
 
-def capture(monkeypatch, module, name: str) -> list:
-    """Wrap ``module.name``; every call's ``(args, kwargs, result)`` is appended."""
-    calls, original = [], getattr(module, name)
+def capture(monkeypatch, module, name: str, calls: list | None = None) -> list:
+    """Wrap ``module.name``; every call's ``(args, kwargs, result)`` is appended (to
+    ``calls`` when given: several modules' copies of one function in one list)."""
+    calls, original = [] if calls is None else calls, getattr(module, name)
 
     def wrapper(*args, **kwargs):
         result = original(*args, **kwargs)
@@ -439,6 +441,7 @@ def test_dpfermi_step_releases(monkeypatch, unit, lr_dual):
     priors 1/16, 30 features; 50 full-batch steps (q = 1: quick to calibrate) x (62
     theta, 32 W) values = 3100 and 1600 values."""
     calls = capture(monkeypatch, engine_step, "gaussian_sum")
+    capture(monkeypatch, linear_step, "gaussian_sum", calls)  # the linear step's releases
     rng = np.random.default_rng(6)
     n, k = 400, 16
     s = np.arange(n) % k

@@ -211,6 +211,7 @@ class PrivateFitMixin:
             record_diagnostics=self._record_diagnostics(),
             recorder=ctx.recorder,
             sample_weight=weights,
+            fast_step=self._fast_step,
         )
         self.module_.eval()
         self.n_steps_ = result.steps
@@ -261,6 +262,8 @@ class PrivateFitMixin:
     # -- hooks of the fit (defaults) ---------------------------------------
     #: The estimator's "auto" rules (None: no parameter accepts "auto").
     _schedule: AutoSchedule | None = None
+    #: A dedicated step the engine takes where it applies (``train``'s ``fast_step``).
+    _fast_step = None
 
     def _training_schedule(self, n_samples: int) -> tuple[int, int]:
         """``(batch_size, max_epochs)`` of a fit on ``n_samples`` rows, ``"auto"`` resolved."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["Batch", "CompactRows", "compact_rows", "row_batches"]
+__all__ = ["Batch", "CompactRows", "compact_rows", "row_batches", "take_rows"]
 
 
 @dataclass
@@ -74,8 +74,20 @@ def row_batches(
     """The batches of one epoch of ``sampler`` (``X`` None when the sampler reads the rows)."""
     for item in sampler.epoch():
         idx, rows = item if isinstance(item, tuple) else (item, None)
-        idx_t = torch.from_numpy(np.asarray(idx)).to(device)
-        batch = tuple(t.index_select(0, idx_t) for t in tensors)
-        weights = None if sample_weight is None else sample_weight.index_select(0, idx_t)
-        xb = X.index_select(0, idx_t) if rows is None else torch.from_numpy(rows).to(device)
-        yield Batch(xb, batch, weights, len(idx))
+        yield take_rows(idx, X, tensors, sample_weight, device, rows)
+
+
+def take_rows(
+    idx,
+    X: torch.Tensor | None,
+    tensors: tuple,
+    sample_weight: torch.Tensor | None,
+    device: torch.device,
+    rows: np.ndarray | None = None,
+) -> Batch:
+    """The :class:`Batch` of row indices ``idx`` (``rows``: their features, read out of core)."""
+    idx_t = torch.from_numpy(np.asarray(idx)).to(device)
+    batch = tuple(t.index_select(0, idx_t) for t in tensors)
+    weights = None if sample_weight is None else sample_weight.index_select(0, idx_t)
+    xb = X.index_select(0, idx_t) if rows is None else torch.from_numpy(rows).to(device)
+    return Batch(xb, batch, weights, len(idx))

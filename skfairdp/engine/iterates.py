@@ -175,6 +175,8 @@ class TailAverage:
 
     def __init__(self, module: torch.nn.Module, total_steps: int, tail: float = 0.5):
         self.params = [p for p in module.parameters() if p.requires_grad]
+        # aliases without autograd (they see the parameters' in-place steps), read each step
+        self._data = [p.detach() for p in self.params]
         self.start = min(int(total_steps) - 1, int(math.floor(total_steps * (1.0 - tail))))
         self.t = 0
         self.n = 0
@@ -186,9 +188,8 @@ class TailAverage:
         if self.t <= self.start:
             return
         self.n += 1
-        with torch.no_grad():
-            for total, p in zip(self.sums, self.params):
-                total.add_(p.detach())
+        for total, p in zip(self.sums, self._data):
+            total.add_(p)
 
     def load(self) -> None:
         """Replace the module's parameters by their mean (no-op if no step was summed)."""

@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 from ..privacy.collective import from_first_rank
 from ..privacy.mechanisms import EventRecorder
 from ..privacy.random import RandomSource
-from .batches import row_batches
+from .batches import row_batches, take_rows
 from .per_sample import PerSampleGradients
 from .problem import PrimalDualProblem
 from .step import apply, release
@@ -83,6 +83,7 @@ def train(
     record_diagnostics: bool = False,
     recorder: EventRecorder | None = None,
     sample_weight: torch.Tensor | None = None,
+    fast_step=None,
 ) -> TrainingResult:
     """Run noisy simultaneous gradient descent-ascent.
 
@@ -141,10 +142,20 @@ def train(
         Per-row weights, in ``[0, noise.max_weight]`` when private: each step's
         contributions are multiplied by them after clipping (see
         :func:`~skfairdp.engine.step.release`).
+    fast_step : callable, optional
+        A problem's dedicated step (e.g. :mod:`skfairdp.fermi.linear_step`):
+        ``fast_step(problem, module=, X=, tensors=, sample_weight=, sampler=, optimizer=,
+        noise=, random=, recorder=, record_diagnostics=)`` returns None (the engine's
+        step for the whole fit) or an object with ``start_epoch()``, ``step(idx) ->
+        bool`` and ``finish()``. ``step`` releases (inside ``recorder.batch``) and
+        applies the same step as ``release`` and ``apply`` on rows ``idx``, or returns
+        False having drawn and recorded nothing, with the problem's state up to date;
+        the engine's step is then taken on those rows. ``finish()`` (at the end of each
+        epoch, and of training) leaves the problem and the module as the engine's steps
+        would have. Only for in-memory ``X``.
     """
     recorder = _resolve_recorder(recorder, problem)
     device = X.device if X is not None else next(module.parameters()).device
-    grads_of = PerSampleGradients(module, per_sample_strategy)
     m = sampler.expected_batch_size
     # only Poisson sampling amplifies privacy; any other sampler is recorded as q = 1
     q = sampler.sampling_rate if getattr(sampler, "poisson", False) else 1.0
@@ -162,6 +173,34 @@ def train(
     for cb in callbacks:
         getattr(cb, "initialize", lambda: None)()
         getattr(cb, "on_train_begin", lambda *a, **k: None)(net)
+    fast = None
+    if fast_step is not None and X is not None:
+        fast = fast_step(
+            problem,
+            module=module,
+            X=X,
+            tensors=batch_tensors,
+            sample_weight=sample_weight,
+            sampler=sampler,
+            optimizer=optimizer,
+            noise=noise,
+            random=random,
+            recorder=recorder,
+            record_diagnostics=record_diagnostics,
+        )
+    # after the fast step's check of the module's hooks: this registers the engine's own
+    grads_of = PerSampleGradients(module, per_sample_strategy)
+
+    def engine_step(rows) -> dict:
+        batch = problem.prepare_batch(*rows.tensors)
+        # a private step's releases share its Poisson batch: one recorded mechanism
+        with recorder.batch(q) if noise.private else contextlib.nullcontext():
+            released = release(
+                module, grads_of, rows.X, batch, problem, noise, random, recorder, m, rows.weights
+            )
+        apply(released, problem, grads_of, optimizer)
+        return released.diagnostics
+
     epochs = tqdm(range(max_epochs), disable=verbose < 1, desc="epochs", leave=False)
     fit_start = time.perf_counter()
     try:
@@ -174,39 +213,37 @@ def train(
             # per-sample diagnostics are kept and summed once per epoch (no ops per step)
             diagnostics: dict[str, list[torch.Tensor]] = {}
             n_seen = 0
+            if fast is not None:
+                fast.start_epoch()
             batches = tqdm(
-                row_batches(sampler, X, batch_tensors, sample_weight, device),
+                sampler.epoch()
+                if fast is not None
+                else row_batches(sampler, X, batch_tensors, sample_weight, device),
                 total=sampler.steps_per_epoch,
                 disable=verbose < 2,
                 leave=False,
             )
             for rows in batches:
-                batch = problem.prepare_batch(*rows.tensors)
-                # a private step's releases share its Poisson batch: one recorded mechanism
-                with recorder.batch(q) if noise.private else contextlib.nullcontext():
-                    released = release(
-                        module,
-                        grads_of,
-                        rows.X,
-                        batch,
-                        problem,
-                        noise,
-                        random,
-                        recorder,
-                        m,
-                        rows.weights,
-                    )
-                apply(released, problem, grads_of, optimizer)
-                metrics = released.diagnostics
+                if fast is None:
+                    metrics = engine_step(rows)
+                    size = rows.size
+                else:  # rows: the indices
+                    size = len(rows)
+                    metrics = {}
+                    if not fast.step(rows):  # the engine's step on these rows
+                        taken = take_rows(rows, X, batch_tensors, sample_weight, device)
+                        metrics = engine_step(taken)
                 if record_diagnostics:
                     for key, value in metrics.items():
                         diagnostics.setdefault(key, []).append(value)
-                n_seen += rows.size
+                n_seen += size
                 result.steps += 1
                 if result.steps == TIMED_STEPS and total_steps > 2 * TIMED_STEPS:
                     announce_duration(time.perf_counter() - fit_start, total_steps, verbose)
                 if result.steps == snapshot_step:
                     snapshot = copy.deepcopy(module.state_dict())
+            if fast is not None:
+                fast.finish()  # the problem and model as the engine's steps leave them
             result.epoch_events.append(recorder.build())
             check_finite_parameters(module, epoch + 1)
             totals = {key: float(torch.cat(values).sum()) for key, values in diagnostics.items()}
@@ -222,6 +259,8 @@ def train(
     except KeyboardInterrupt:
         result.stopped_early = True
     finally:
+        if fast is not None:
+            fast.finish()  # the fast step's state is the problem's
         grads_of.close()
         getattr(sampler, "close", lambda: None)()  # an out-of-core sampler's prefetched pass
     for cb in callbacks:

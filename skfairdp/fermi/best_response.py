@@ -123,26 +123,29 @@ def shrunk_best_response_small(H: list, variance: float, pinv: list) -> tuple[li
             q = priors
         Wb = [[0.0] * l for _ in range(k)]
         for j in range(l):
-            total = sum(Hp[r][j] for r in range(k))
+            # sum() of lists, not generators (faster; the same additions in the same order)
+            total = sum([Hp[r][j] for r in range(k)])
             filled = total > 0
             safe = total if filled else 1.0
             rates = [Hp[r][j] / safe if filled else q[r] for r in range(k)]
             gap = [rates[r] - q[r] for r in range(k)]
-            deviation = sum(gap[r] * gap[r] / priors[r] for r in range(k))
+            deviation = sum([gap[r] * gap[r] / priors[r] for r in range(k)])
             scale = variance / (safe * safe)
             noise = sum(
-                scale * ((1.0 - rates[r]) ** 2 + (k - 1) * rates[r] * rates[r]) / priors[r]
-                for r in range(k)
+                [
+                    scale * ((1.0 - rates[r]) ** 2 + (k - 1) * rates[r] * rates[r]) / priors[r]
+                    for r in range(k)
+                ]
             )
             gain = max(1.0 - noise / max(deviation, 1e-30), 0.0) if deviation > 0 else 0.0
             gain = gain if filled else 0.0
             for r in range(k):
                 Wb[r][j] = (q[r] + gain * gap[r]) * pb[r]
-        shared_b = [-sum(Wb[r][j] * Wb[r][j] for r in range(k)) for j in range(l)]
+        shared_b = [-sum([Wb[r][j] * Wb[r][j] for r in range(k)]) for j in range(l)]
         for r in range(k):
             W.extend(Wb[r])
             own_r = [2.0 * Wb[r][j] * pb[r] for j in range(l)]
             own.extend(own_r)
-            combined.extend(o + c for o, c in zip(own_r, shared_b))
+            combined.extend([o + c for o, c in zip(own_r, shared_b)])
         shared.extend(shared_b)
     return W, own, shared, combined

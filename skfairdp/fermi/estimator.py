@@ -25,6 +25,7 @@ from ..engine.iterates import TailAverage
 from ..fairness.routing import routing_hint
 from ..privacy import joint_noise_multiplier
 from .calibration import theorem_3_3_plan
+from .linear_step import linear_ermi_step
 from .priors import min_cell_share, release_priors
 from .problem import (
     DUAL_BOUND_MARGIN,
@@ -268,6 +269,8 @@ class DPFermiClassifier(PrivateClassifierBase):
         },
     )
     _schedule = DPFERMI
+    #: logistic regression's step without the generic engine (:mod:`.linear_step`)
+    _fast_step = staticmethod(linear_ermi_step)
 
     def __init__(
         self, fairness="demographic_parity", fairness_weight=1.0, *, epsilon=1.0, delta="auto",

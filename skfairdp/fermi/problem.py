@@ -483,46 +483,71 @@ class ErmiProblem:
         (:mod:`.best_response`: Python floats for a small W, NumPy for a larger one);
         W and its psi tables go back to torch once."""
         state, W = self.state, self.W
-        n_blocks, k, l = W.shape
+        pinv = self._host_pinv()
+        beta, noise_std = self.dual_rate, self.dual_noise_std
+        if W.numel() <= best_response.SMALL_W:
+            running, answers = self.best_response_floats(
+                state["H"].tolist(), float(state["V"]), float(state["t"]), gradient.tolist()
+            )
+            self._set_best_response(running, answers)
+            return
+        g = gradient.detach().cpu().numpy().astype(np.float64).reshape(W.shape)
+        H, V, t, mean, variance = best_response.running_mean_step(
+            state["H"].detach().cpu().numpy().reshape(W.shape),
+            float(state["V"]),
+            float(state["t"]),
+            g,
+            beta,
+            noise_std,
+        )
+        W64 = best_response.shrunk_best_response(mean, variance, pinv)
+        answers = (W64, *best_response.psi_tables(W64, pinv))
+        out = torch.from_numpy(np.concatenate([a.ravel() for a in answers]).astype(np.float32))
+        running = torch.from_numpy(np.concatenate([H.ravel(), [V, t]]))
+        self._set_tensors(out, running)
+
+    def _host_pinv(self) -> np.ndarray:
+        """``pinv`` in float64 NumPy (and as nested lists), read once."""
         pinv = getattr(self, "_pinv64", None)
         if pinv is None:
             self._pinv64 = pinv = self.pinv.detach().cpu().double().numpy()
             self._pinv_list = pinv.tolist()
+        return pinv
+
+    def best_response_floats(self, H: list, V: float, t: float, gradient: list):
+        """The small W's best-response step in Python floats (float64): the running mean
+        ``(H, V, t)`` moved towards the released ``gradient`` (a flat list), and the answers
+        ``(W, own, shared, combined)`` as flat lists. Returns ``([*H, V, t], answers)``.
+
+        :meth:`dual_step`'s arithmetic for ``W.numel() <= best_response.SMALL_W``; it
+        changes nothing (:meth:`_set_best_response` makes the result the state)."""
+        self._host_pinv()
+        n_blocks, k, l = self.W.shape
         beta, noise_std = self.dual_rate, self.dual_noise_std
-        if W.numel() <= best_response.SMALL_W:
-            keep = 1.0 - beta
-            H = [h * keep + beta * g for h, g in zip(state["H"].tolist(), gradient.tolist())]
-            V = float(state["V"]) * keep * keep + (beta * noise_std) ** 2
-            t = float(state["t"]) + 1.0
-            corrected = 1.0 - keep**t  # the running mean starts at zero
-            nested = [
-                [
-                    [h / corrected for h in H[(b * k + r) * l : (b * k + r + 1) * l]]
-                    for r in range(k)
-                ]
-                for b in range(n_blocks)
-            ]
-            answers = best_response.shrunk_best_response_small(
-                nested, V / (corrected * corrected), self._pinv_list
-            )
-            # two tensors out (torch.tensor costs microseconds): the float32 answers
-            # (W, own, shared, combined) and the float64 running state (H, V, t)
-            out = torch.tensor([v for part in answers for v in part], dtype=torch.float32)
-            running = torch.tensor([*H, V, t], dtype=torch.float64)
-        else:
-            g = gradient.detach().cpu().numpy().astype(np.float64).reshape(W.shape)
-            H, V, t, mean, variance = best_response.running_mean_step(
-                state["H"].detach().cpu().numpy().reshape(W.shape),
-                float(state["V"]),
-                float(state["t"]),
-                g,
-                beta,
-                noise_std,
-            )
-            W64 = best_response.shrunk_best_response(mean, variance, pinv)
-            answers = (W64, *best_response.psi_tables(W64, pinv))
-            out = torch.from_numpy(np.concatenate([a.ravel() for a in answers]).astype(np.float32))
-            running = torch.from_numpy(np.concatenate([H.ravel(), [V, t]]))
+        keep = 1.0 - beta
+        H = [h * keep + beta * g for h, g in zip(H, gradient)]
+        V = V * keep * keep + (beta * noise_std) ** 2
+        t = t + 1.0
+        corrected = 1.0 - keep**t  # the running mean starts at zero
+        nested = [
+            [[h / corrected for h in H[(b * k + r) * l : (b * k + r + 1) * l]] for r in range(k)]
+            for b in range(n_blocks)
+        ]
+        answers = best_response.shrunk_best_response_small(
+            nested, V / (corrected * corrected), self._pinv_list
+        )
+        return [*H, V, t], answers
+
+    def _set_best_response(self, running: list, answers) -> None:
+        """``state`` and the psi tables from :meth:`best_response_floats`' lists: two tensors
+        (``torch.tensor`` costs microseconds), the float32 answers and the float64 running
+        state."""
+        out = torch.tensor([v for part in answers for v in part], dtype=torch.float32)
+        self._set_tensors(out, torch.tensor(running, dtype=torch.float64))
+
+    def _set_tensors(self, out: torch.Tensor, running: torch.Tensor) -> None:
+        W = self.W
+        n_blocks, k, l = W.shape
         out = out.to(W.device)
         n, cells = W.numel(), n_blocks * k
         # split_with_sizes: Tensor.split's Python wrapper costs more than the split

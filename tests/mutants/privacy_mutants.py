@@ -145,6 +145,16 @@ MUTANTS = [
         "focus": "tests/test_unit_rows.py",
     },
     {
+        "name": "fermi-linear-step-norm",
+        "klass": 1,
+        "file": "skfairdp/fermi/linear_step.py",
+        "old": "norms = norms.mul_(torch.from_numpy(table[:, l + 3]))",
+        "new": "norms = norms.mul_(1.0)",
+        "description": "DP-FERMI's linear step clips each row by its logit gradient's norm "
+        "alone, without its input's |(a, 1)|: a row with a large input adds more than C",
+        "focus": "tests/test_linear_step.py",
+    },
+    {
         "name": "fermi-priors-exact",
         "klass": 2,
         "file": "skfairdp/fermi/priors.py",
