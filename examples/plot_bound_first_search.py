@@ -76,7 +76,10 @@ search = FairModelSearch("demographic_parity", 0.05, epsilon=0.9, random_state=0
 model = make_pipeline(preprocess, search)
 model.fit(X_train, y_train, sensitive_features=sex_train)
 
-print("selected:", search.best_params_, "qualified on validation:", search.qualified_)
+# ``strategy_``: "search" where the validation rows can show the bound, "self_bounded"
+# where they cannot (small groups) and the runs drew only RaCO-DP and CGOO.
+print("selected:", search.best_params_, "qualified on validation:", search.qualified_,
+      "space:", search.strategy_)  # fmt: skip
 print(search.certificate_)
 print("total privacy spent:", skfairdp.privacy.spent(model))
 
