@@ -40,14 +40,14 @@ def _upper(counts, fairness="demographic_parity", share=0.25):
 
 # -- the pieces ------------------------------------------------------------------------
 def test_self_bounded_space_keeps_raco_and_cgoo_within_half_the_bound():
-    assert self_bounded_space(default_space(0.05, False), 0.05, 0.5) == [
+    assert self_bounded_space(default_space(0.05, False), 0.05) == [
         {"family": ["raco"], "knob": [0.02]}, {"family": ["cgoo"], "knob": [0.02]},
     ]  # fmt: skip
-    assert self_bounded_space([{"family": ["dpfermi"], "knob": [1.0, 4.0]}], 0.05, 0.5) is None
+    assert self_bounded_space([{"family": ["dpfermi"], "knob": [1.0, 4.0]}], 0.05) is None
     # knobs over half the bound do not enforce enough: not self-bounded
-    assert self_bounded_space([{"family": ["raco"], "knob": [0.04, 0.05]}], 0.05, 0.5) is None
+    assert self_bounded_space([{"family": ["raco"], "knob": [0.04, 0.05]}], 0.05) is None
     mixed = [{"family": ["cgoo", "dpfermi"], "knob": [0.01, 0.02, 0.1]}]
-    assert self_bounded_space(mixed, 0.05, 0.5) == [{"family": ["cgoo"], "knob": [0.01, 0.02]}]
+    assert self_bounded_space(mixed, 0.05) == [{"family": ["cgoo"], "knob": [0.01, 0.02]}]
 
 
 @pytest.mark.parametrize("fairness", ["demographic_parity", "equalized_odds"])

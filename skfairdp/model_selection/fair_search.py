@@ -76,7 +76,6 @@ from .tiers import (
     OUTSIDE,
     POINT_WITHIN,
     QUALIFIED,
-    SELF_BOUND_SHARE,
     SELF_BOUNDED,
     TIER_NAMES,
     selection_tier,
@@ -357,7 +356,7 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.inner_epsilon_, self.delta_, self.score_noise_multiplier_ = budget.epsilon, delta, z
         restricted = None
         if self.strategy == "auto":
-            restricted = self_bounded_space(spaces, self.max_violation, SELF_BOUND_SHARE)
+            restricted = self_bounded_space(spaces, self.max_violation)
 
         random = RandomSource(self.random_state, secure_mode=self.secure_mode)
         order = random.permutation(n)

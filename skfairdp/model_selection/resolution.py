@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..evaluation.violations import violation_interval
-from .tiers import SELF_BOUNDING_FAMILIES
+from .tiers import SELF_BOUNDING_FAMILIES, self_bounded
 from .validation import validation_frame
 
 __all__ = ["STRATEGIES", "best_case_upper", "self_bounded_space"]
@@ -38,12 +38,10 @@ DP_RATE_BOUNDS = (0.2, 0.8)
 EO_RATES = (0.25, 0.75)  # (false-positive rate, true-positive rate)
 
 
-def self_bounded_space(spaces: list[dict], max_violation: float, share: float) -> list | None:
-    """The part of the search space whose candidates are self-bounded: a family of
-    :data:`SELF_BOUNDING_FAMILIES` at a knob of at most ``share`` of the bound (one
-    space per family, its knobs listed); None if the space has none (the whole space
-    is searched)."""
-    limit = share * float(max_violation) + 1e-12
+def self_bounded_space(spaces: list[dict], max_violation: float) -> list | None:
+    """The part of the search space whose candidates are self-bounded
+    (:func:`~.tiers.self_bounded`; one space per family, its listed knobs); None if the
+    space has none (the whole space is searched)."""
     restricted = []
     for family in SELF_BOUNDING_FAMILIES:
         knobs = sorted({
@@ -51,7 +49,8 @@ def self_bounded_space(spaces: list[dict], max_violation: float, share: float) -
             for space in spaces
             if family in space.get("family", ["dpfermi"])
             for knob in space.get("knob", [None])
-            if knob is not None and not hasattr(knob, "rvs") and float(knob) <= limit
+            if not hasattr(knob, "rvs")
+            and self_bounded({"family": family, "knob": knob}, max_violation)
         })  # fmt: skip
         if knobs:
             restricted.append({"family": [family], "knob": knobs})
