@@ -22,13 +22,15 @@ def test_tasks_cover_the_issue_table():
                 assert ("DPSGD LR + DPThresholdOptimizer", f"{features} {notion}", seed) in keys
             for method in ("RaCO-DP (DP-SGD LR)", "CGOOReduction (DP-SGD LR)"):
                 assert (method, f"{features} bound=0.01", seed) in keys
+            assert ("DP-FERMI (DP-SGD LR)", f"{features} lambda=8", seed) in keys
+        assert ("DPSGD LR + DPThresholdOptimizer", "uniform20 tol=0.01 DP", seed) in keys
         assert ("HGB + ThresholdOptimizer (non-private)", "linear DP", seed) in keys
         assert ("LR + ThresholdOptimizer (non-private)", "uniform20 DP", seed) in keys
     for t in tasks:
         private = math.isfinite(t.epsilon)
         assert t.epsilon == 1.0 or not private
         # in-processing rows never read the group at predict; post-processing rows do
-        assert t.extra["group_at_predict"] == ("bound=" not in t.setting)
+        assert t.extra["group_at_predict"] == ("ThresholdOptimizer" in t.method)
     assert not any("CGOO" in t.method for t in pipelines.tasks(quick=True, seeds=(0,)))
 
 
