@@ -17,7 +17,12 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import skfairdp.preprocessing.discretizer as discretizer
 from skfairdp import DPSGDClassifier
-from skfairdp.preprocessing import DPKBinsDiscretizer, fine_histograms
+from skfairdp.preprocessing import (
+    DPKBinsDiscretizer,
+    DPStandardScaler,
+    fine_histograms,
+    make_trend_and_bins,
+)
 from skfairdp.privacy import calibrate_noise_multiplier, gaussian_release_event, spent
 
 
@@ -123,9 +128,63 @@ def test_in_a_pipeline_spent_includes_the_quantile_release():
     assert (pipe.predict(X) == y).mean() > 0.8  # linear on raw X: about the majority, 0.68
 
 
+@pytest.mark.parametrize("d", [1, 3, 7])
+def test_onehot_unit_rows_have_unit_norm_whatever_the_number_of_columns(d):
+    rng = np.random.default_rng(d)
+    X = rng.normal(size=(50, d)) * 3  # some rows beyond the bounds: clipped into the end bins
+    dense = DPKBinsDiscretizer(bounds=(-2, 2), n_bins=5).fit_transform(X)
+    unit = DPKBinsDiscretizer(bounds=(-2, 2), n_bins=5, encode="onehot-unit").fit_transform(X)
+    np.testing.assert_allclose(np.linalg.norm(unit, axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(unit * math.sqrt(d), dense, rtol=1e-12)  # the same bins
+
+
+def _frame(n, seed):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "age": rng.uniform(17, 90, n), "hours": rng.uniform(1, 99, n),
+        "flag": rng.integers(0, 2, n).astype(float),
+    })  # fmt: skip
+
+
+def test_trend_and_bins_are_the_scaler_beside_unit_bins_and_cost_nothing():
+    frame = _frame(40, 0)
+    bounds = {"age": (17, 90), "hours": (1, 99)}
+    features = make_trend_and_bins(bounds, n_bins=4)
+    Z = features.fit_transform(frame)
+    assert Z.shape == (40, 2 + 8 + 1)
+    trend = DPStandardScaler(bounds=bounds).fit_transform(frame[["age", "hours"]])
+    np.testing.assert_array_equal(Z[:, :2], trend)
+    np.testing.assert_allclose(np.linalg.norm(Z[:, 2:10], axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(Z[:, 10], frame["flag"])  # remainder passes through
+    names = list(features.get_feature_names_out())
+    assert names[:3] == ["trend__age", "trend__hours", "bins__age_bin0"]
+    assert spent(features).epsilon == 0.0
+    with pytest.raises(ValueError, match="bounds"):
+        make_trend_and_bins([(17, 90)])
+
+
+def test_trend_and_bins_learn_a_bend_a_linear_model_cannot():
+    frame = _frame(3000, 1)
+    y = ((frame["age"] - 50).abs() < 15).astype(int).to_numpy()  # middle ages: a bump
+    bounds = {"age": (17, 90), "hours": (1, 99)}
+
+    def accuracy(features):
+        model = make_pipeline(
+            features, DPSGDClassifier(epsilon=2.0, max_epochs=30, lr=2.0, random_state=0)
+        )
+        return (model.fit(frame, y).predict(frame) == y).mean()
+
+    linear = accuracy(make_trend_and_bins(bounds, n_bins=4).set_params(bins="drop"))
+    both = accuracy(make_trend_and_bins(bounds, n_bins=10))
+    assert linear < 0.66 and both > 0.85, (linear, both)
+
+
 @parametrize_with_checks(
     [
         DPKBinsDiscretizer(bounds=(-1e3, 1e3), n_bins=3),
+        DPKBinsDiscretizer(bounds=(-1e3, 1e3), n_bins=3, encode="onehot-unit"),
         DPKBinsDiscretizer(bounds=(-1e3, 1e3), n_bins=3, strategy="quantile", epsilon=1.0,
                            random_state=0),
     ]

@@ -25,7 +25,8 @@ Each works in one of two modes, chosen by ``epsilon``:
 
 :class:`DPKBinsDiscretizer` bins numeric features (a GAM's main effects for any
 estimator here) with edges from the declared bounds (free) or from one noisy histogram
-per feature (private quantiles).
+per feature (private quantiles); :func:`make_trend_and_bins` puts each numeric column's
+linear term beside its bins, scaled so the bins add one feature's worth of norm.
 
 :class:`DPSimpleImputer` fills missing values with a constant (free: it reads no
 row) or, privately, with a noisy mean or median within declared bounds, or the
@@ -38,7 +39,7 @@ nothing, and :func:`~skfairdp.privacy.spent` counts them so.
 """
 
 from .bounds import parse_bounds
-from .discretizer import DPKBinsDiscretizer, fine_histograms
+from .discretizer import DPKBinsDiscretizer, fine_histograms, make_trend_and_bins
 from .encoder import DPOneHotEncoder, category_counts
 from .imputer import DPSimpleImputer
 from .scaler import DPStandardScaler, moment_sums
@@ -50,6 +51,7 @@ __all__ = [
     "DPStandardScaler",
     "category_counts",
     "fine_histograms",
+    "make_trend_and_bins",
     "moment_sums",
     "parse_bounds",
 ]
