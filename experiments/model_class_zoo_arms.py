@@ -13,7 +13,8 @@ encoded features (continuous columns are z-scores; binary columns pass through):
   (``DPKBinsDiscretizer``, public: reads no row);
 - ``hybrid20``: the z-scores *and* those bins, the bins' one-hot block scaled by
   ``1 / sqrt(number of continuous columns)`` so that it adds at most 1 to a row's
-  squared norm: a linear trend plus a shrunk step-function correction.
+  squared norm: a linear trend plus a shrunk step-function correction (``hybrid10``,
+  ``hybrid40``: 10 or 40 bins).
 
 Rows: table, estimator, arm, seed, epsilon spent, test error, DP violation, seconds,
 appended to ``results/model_class_zoo_arms.tsv``; ``--report`` writes, per estimator, the
@@ -36,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 OUT = Path(__file__).parent / "results" / "model_class_zoo_arms.tsv"
-ARMS = ("linear", "bins20", "hybrid20")
+ARMS = ("linear", "bins20", "hybrid20", "hybrid10", "hybrid40")
 COLUMNS = ["table", "estimator", "arm", "seed", "epsilon", "error", "dp_violation", "seconds"]
 ESTIMATORS = ("dpto", "dpto_eo", "dpfermi", "raco", "cgoo")
 
@@ -48,6 +49,7 @@ def _scale(factor):
 
 
 def _prep(arm: str, cont: list[int], other: list[int]):
+    """``linear``, ``bins<k>`` or ``hybrid<k>`` (the trend and k unit-norm bins)."""
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import make_pipeline
 
@@ -55,8 +57,9 @@ def _prep(arm: str, cont: list[int], other: list[int]):
 
     if arm == "linear":
         return "passthrough"
-    bins = DPKBinsDiscretizer(bounds=(-3.0, 3.0), n_bins=20)
-    if arm == "bins20":
+    k = int("".join(c for c in arm if c.isdigit()))
+    bins = DPKBinsDiscretizer(bounds=(-3.0, 3.0), n_bins=k)
+    if arm.startswith("bins"):
         return ColumnTransformer([("num", bins, cont), ("rest", "passthrough", other)])
     shrunk = make_pipeline(bins, _scale(1 / np.sqrt(len(cont))))
     return ColumnTransformer(
@@ -186,7 +189,7 @@ def main(argv=None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", nargs="+", default=list(ZOO))
-    parser.add_argument("--arms", nargs="+", default=list(ARMS))
+    parser.add_argument("--arms", nargs="+", default=list(ARMS[:3]))
     parser.add_argument("--estimator", default="dpto", choices=ESTIMATORS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--jobs", type=int, default=2)
