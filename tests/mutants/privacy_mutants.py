@@ -155,6 +155,16 @@ MUTANTS = [
         "focus": "tests/test_linear_step.py",
     },
     {
+        "name": "raco-linear-step-norm",
+        "klass": 1,
+        "file": "skfairdp/raco/linear_step.py",
+        "old": "norms = torch.linalg.vector_norm(b, dim=1).mul_(a_norms)",
+        "new": "norms = torch.linalg.vector_norm(b, dim=1)",
+        "description": "RaCO-DP's linear step clips each row by its logit gradient's norm "
+        "alone, without its input's |(a, 1)|: a row with a large input adds more than C",
+        "focus": "tests/test_raco_linear_step.py",
+    },
+    {
         "name": "fermi-priors-exact",
         "klass": 2,
         "file": "skfairdp/fermi/priors.py",

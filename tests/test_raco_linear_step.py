@@ -1,0 +1,251 @@
+"""RaCO-DP's linear step (skfairdp/raco/linear_step.py) is the engine's step, bit for bit.
+
+Each seeded fit is run twice, with the dedicated step and with the generic engine
+(``linear_step.ENABLED`` off), and must give the same parameters, multipliers,
+``dp_event_`` and ``privacy_spent_``. The clipped contributions the step sums are checked
+against the sensitivity the test derives from the parameters it sets, and both noise
+draws against it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from conftest import make_biased_data
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from skfairdp import RaCODPClassifier
+from skfairdp.privacy import RandomSource
+from skfairdp.raco import linear_step
+from skfairdp.raco.linear_step import LinearRacoStep
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+@pytest.fixture
+def taken(monkeypatch):
+    """Counts of the steps the linear step took (True) and handed to the engine (False)."""
+    counts = {True: 0, False: 0, "empty": 0}
+    original = LinearRacoStep.step
+
+    def step(self, idx):
+        done = original(self, idx)
+        counts[done] += 1
+        counts["empty"] += len(idx) == 0
+        return done
+
+    monkeypatch.setattr(LinearRacoStep, "step", step)
+    return counts
+
+
+def _data(n=400, seed=0, groups=2, n_features=4):
+    X, y, s = make_biased_data(n=n, seed=seed, n_features=n_features)
+    if groups == 3:
+        s = s + (np.random.default_rng(seed).random(n) < 0.3)  # groups 0, 1, 2
+    return X, y, s
+
+
+def _fit(X, y, s, fast, monkeypatch, sample_weight=None, **params):
+    monkeypatch.setattr(linear_step, "ENABLED", fast)
+    settings_ = dict(epsilon=2.0, delta=1e-5, max_epochs=2, batch_size=64, lr=0.5)
+    settings_.update(params)
+    est = RaCODPClassifier(**settings_)
+    return est.fit(X, y, sensitive_features=s, sample_weight=sample_weight)
+
+
+def assert_same_fit(a, b, X):
+    for p, q in zip(a.module_.parameters(), b.module_.parameters(), strict=True):
+        assert torch.equal(p, q)
+    assert np.array_equal(a.lambda_, b.lambda_)
+    assert np.array_equal(a.tolerance_margins_, b.tolerance_margins_)
+    assert (a.dual_steps_ is None) == (b.dual_steps_ is None)
+    if a.dual_steps_ is not None:
+        assert np.array_equal(a.dual_steps_, b.dual_steps_)
+    assert a.dp_event_ == b.dp_event_
+    assert a.privacy_spent_ == b.privacy_spent_
+    assert a.paper_epsilon_ == b.paper_epsilon_
+    assert a.n_steps_ == b.n_steps_
+    for row_a, row_b in zip(a.history_, b.history_, strict=True):
+        np.testing.assert_array_equal(row_a["constraint_violation"], row_b["constraint_violation"])
+        assert row_a["lambda_max"] == row_b["lambda_max"]
+    if a.iterates_ is not None:
+        assert np.array_equal(a.iterates_, b.iterates_)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+
+
+CONFIGS = {
+    "demographic-parity": {},
+    "equalized-odds": dict(constraints="equalized_odds"),
+    "three-groups": dict(groups=3),
+    "three-groups-eo-vs-rest": dict(groups=3, constraints="equalized_odds_vs_rest"),
+    "laplace": dict(histogram_noise="laplace"),
+    "soft-rates": dict(dual_rates="soft", temperature=2.0),
+    "lr-dual-bound-no-margin": dict(lr_dual=0.3, dual_bound=2.0, tolerance_margin=0.0),
+    "mixture": dict(solution="mixture"),
+    "last-adam": dict(solution="last", optimizer=torch.optim.Adam, lr=0.05),
+    "large-batch-clip": dict(batch_size=300, max_grad_norm=0.3),
+}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("config", list(CONFIGS), ids=list(CONFIGS))
+def test_linear_step_fits_are_the_engines(config, seed, monkeypatch, taken):
+    params = dict(CONFIGS[config], random_state=seed)
+    X, y, s = _data(seed=seed, groups=params.pop("groups", 2))
+    fast = _fit(X, y, s, True, monkeypatch, **params)
+    assert taken[True] == fast.n_steps_  # every step was the linear step's
+    engine = _fit(X, y, s, False, monkeypatch, **params)
+    assert_same_fit(fast, engine, X)
+
+
+@pytest.mark.parametrize("constraints", ["demographic_parity", "equalized_odds"])
+def test_sample_weights_and_three_classes(constraints, monkeypatch, taken):
+    """Weighted (float64 clip factors, weighted histogram), three groups, three classes."""
+    rng = np.random.default_rng(3)
+    X, _, s = _data(n=450, seed=3, groups=3, n_features=3)
+    y = rng.integers(0, 3, len(X))
+    w = rng.uniform(0.0, 2.0, len(X))
+    params = dict(max_sample_weight=2.0, constraints=constraints, random_state=4)
+    fast = _fit(X, y, s, True, monkeypatch, sample_weight=w, **params)
+    assert taken[True] == fast.n_steps_
+    engine = _fit(X, y, s, False, monkeypatch, sample_weight=w, **params)
+    assert_same_fit(fast, engine, X)
+
+
+def test_empty_batches_and_wild_rows(monkeypatch, taken):
+    """Empty Poisson batches and a row whose outputs overflow take the engine's step; a row
+    at 1e25 (gradient norm not tame) is clipped by the engine's float64 path inside the
+    linear step: the same fit."""
+    X, y, s = _data(n=300, seed=2, n_features=3)
+    X[7] = 1e25  # |(a, 1)| ~ 1.7e25: not tame
+    X[11] = np.finfo(np.float32).max  # outputs overflow
+    params = dict(batch_size=3, max_epochs=3, random_state=5)  # q = 1 %: P(empty) ~ 5 %
+    fast = _fit(X, y, s, True, monkeypatch, **params)
+    assert taken["empty"] > 0 and taken[True] > 0
+    assert taken[False] > taken["empty"]  # a non-empty batch on the engine's step
+    assert taken[True] + taken[False] == fast.n_steps_
+    engine = _fit(X, y, s, False, monkeypatch, **params)
+    assert_same_fit(fast, engine, X)
+
+
+def test_untame_row_is_taken(monkeypatch, taken):
+    calls = []
+    original = linear_step.clipped_total
+    monkeypatch.setattr(
+        linear_step, "clipped_total", lambda *a, **k: calls.append(1) or original(*a, **k)
+    )
+    X, y, s = _data(n=200, seed=2, n_features=3)
+    X[:20] = 1e25
+    params = dict(batch_size=40, max_epochs=2, random_state=1)
+    fast = _fit(X, y, s, True, monkeypatch, **params)
+    assert calls and taken[True] == fast.n_steps_
+    engine = _fit(X, y, s, False, monkeypatch, **params)
+    assert_same_fit(fast, engine, X)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(hidden_layer_sizes=(4,)),
+        dict(epsilon=math.inf),
+        dict(record_private_diagnostics=True),
+    ],
+    ids=["mlp", "non-private", "diagnostics"],
+)
+def test_options_it_does_not_cover_take_the_engine(params, monkeypatch, taken):
+    X, y, s = _data(n=200, seed=0, n_features=3)
+    _fit(X, y, s, True, monkeypatch, max_epochs=1, random_state=0, **params)
+    assert taken[True] == taken[False] == 0
+
+
+def test_hooked_module_takes_the_engine(monkeypatch, taken):
+    module = torch.nn.Linear(3, 2)
+    module.register_forward_hook(lambda *args: None)
+    X, y, s = _data(n=200, seed=0, n_features=3)
+    _fit(X, y, s, True, monkeypatch, max_epochs=1, random_state=0, module=module)
+    assert taken[True] == taken[False] == 0
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    scale=st.floats(-3.0, 6.0),
+    clip=st.floats(0.05, 5.0),
+    temperature=st.sampled_from([0.5, 1.0, 4.0]),
+    weighted=st.booleans(),
+    laplace=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_each_clipped_contribution_is_within_the_sensitivity(
+    scale, clip, temperature, weighted, laplace, seed, monkeypatch
+):
+    """Row i's contribution to the released gradient sum is ``r_i (a_i, 1)^T`` for the
+    clipped logit row ``r_i`` the step multiplies by the inputs: its norm, computed here in
+    float64 from the batch's own rows, is at most ``C * max_sample_weight`` (the test's own
+    values); the gradient noise has std ``z * C * max_sample_weight`` and the histogram's
+    ``z_hist * max_sample_weight`` (Gaussian) or scale ``b * max_sample_weight`` (Laplace)."""
+    rng = np.random.default_rng(seed)
+    X, y, s = make_biased_data(n=160, seed=seed % 7, n_features=3)
+    X = X * np.float32(10.0**scale) * rng.lognormal(0.0, 2.0, (len(X), 1)).astype(np.float32)
+    max_weight = 3.0 if weighted else 1.0
+    w = rng.uniform(0.0, max_weight, len(X)) if weighted else None
+    bound = clip * max_weight
+    seen, draws, laplace_scales = [], [], []
+    original_rows = LinearRacoStep._clipped_rows
+    original_step = LinearRacoStep.step
+    original_normal = RandomSource.normal
+
+    def step(self, idx):
+        seen.append([np.asarray(idx), None])
+        return original_step(self, idx)
+
+    def clipped_rows(self, *args):
+        rows = original_rows(self, *args)
+        seen[-1][1] = rows.clone()
+        return rows
+
+    def normal(self, shape, std, dtype=torch.float32):
+        draws.append((tuple(shape), std))
+        return original_normal(self, shape, std, dtype)
+
+    from skfairdp.privacy import mechanisms
+
+    original_laplace = mechanisms.laplace_noise
+
+    def laplace_noise(random, shape, scale, *args):
+        laplace_scales.append(scale)
+        return original_laplace(random, shape, scale, *args)
+
+    monkeypatch.setattr(LinearRacoStep, "step", step)
+    monkeypatch.setattr(LinearRacoStep, "_clipped_rows", clipped_rows)
+    monkeypatch.setattr(RandomSource, "normal", normal)
+    monkeypatch.setattr(mechanisms, "laplace_noise", laplace_noise)
+    est = _fit(
+        X, y, s, True, monkeypatch, sample_weight=w, max_grad_norm=clip, temperature=temperature,
+        max_sample_weight=max_weight, batch_size=20, max_epochs=1, random_state=seed,
+        histogram_noise="laplace" if laplace else "gaussian", enforce_tolerance=False,
+    )  # fmt: skip
+    summed = [(idx, rows) for idx, rows in seen if rows is not None]
+    assert summed
+    for idx, rows in summed:
+        a = X[idx].astype(np.float64)
+        r = rows.numpy().astype(np.float64)
+        norms = np.linalg.norm(r, axis=1) * np.sqrt((a * a).sum(1) + 1.0)
+        assert norms.max() <= bound * (1 + 1e-5), (norms.max(), bound)
+    n_params = sum(p.numel() for p in est.module_.parameters())
+    gradient_stds = [std for shape, std in draws if shape == (n_params,)]
+    assert len(gradient_stds) == est.n_steps_
+    assert gradient_stds == pytest.approx([est.noise_multiplier_ * bound] * est.n_steps_)
+    hist = est.histogram_noise_multiplier_ * max_weight
+    if laplace:
+        assert laplace_scales == pytest.approx([hist] * est.n_steps_)
+    else:
+        hist_stds = [std for shape, std in draws if shape != (n_params,)]
+        assert hist_stds == pytest.approx([hist] * est.n_steps_)
