@@ -235,7 +235,9 @@ def main(argv=None):
         "(RaCO-DP's target) against DPSGDClassifier's epoch in the same run. DP-FERMI with a "
         "logistic regression takes its linear step (`skfairdp/fermi/linear_step.py`, the "
         "engine's step bit for bit); the `engine step` row is the same fit on the generic "
-        "engine's step.\n"
+        "engine's step. RaCO-DP likewise takes its linear step (`skfairdp/raco/linear_step.py`: "
+        "the same releases and events as the engine's step, the released histogram's "
+        "post-processing in float64 on the host, so its models differ in the last bits).\n"
         "The authors' per-sample loop takes about 85 ms per 512-row step (seed 001, Table 2).\n\n"
         + verdict
     )

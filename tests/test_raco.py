@@ -35,6 +35,7 @@ from skfairdp.privacy import RandomSource, calibration, epsilon_spent
 from skfairdp.privacy.joint import joint_epsilon, joint_sampled_event
 from skfairdp.privacy.mechanisms import laplace_noise
 from skfairdp.raco import RaCODPClassifier, solutions
+from skfairdp.raco.linear_step import LinearRacoStep
 from skfairdp.raco.problem import RacoProblem
 
 ADD_REMOVE = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
@@ -382,17 +383,12 @@ def test_fnr_constraint_needs_no_groups(small_data):
 def test_poisson_batches_and_one_release_per_step(monkeypatch, small_data):
     X, y, s = small_data
     sizes, releases = [], []
-    original = RacoProblem.release_batch_statistics
 
-    def spy(self, outputs, y_b, part):
-        sizes.append(len(y_b))
-        return original(self, outputs, y_b, part)
-
-    def privatize(self, H):
+    def privatize(self, H):  # the engine's step and the linear step's alike
         releases.append(H.shape)
+        sizes.append(round(float(H.sum())))  # hard rows: one count per row of the batch
         return H + self.random.normal(H.shape, self.histogram_scale)
 
-    monkeypatch.setattr(RacoProblem, "release_batch_statistics", spy)
     monkeypatch.setattr(RacoProblem, "privatize", privatize)
     est = RaCODPClassifier(
         epsilon=50.0, batch_size=10, max_epochs=15, random_state=0, delta=1e-4
@@ -413,6 +409,10 @@ def test_noiseless_histogram_never_reaches_the_update(monkeypatch, small_data):
     def fit(shift):
         real = raco_problem.soft_histogram
         monkeypatch.setattr(raco_problem, "soft_histogram", lambda p, q, k: real(p, q, k) + shift)
+        counts = LinearRacoStep._histogram  # the linear step's (skfairdp/raco/linear_step.py)
+        monkeypatch.setattr(
+            LinearRacoStep, "_histogram", lambda self, *args: counts(self, *args) + shift
+        )
         return RaCODPClassifier(
             epsilon=5.0, tolerance=0.01, batch_size=100, max_epochs=15, random_state=1
         ).fit(X, y, sensitive_features=s)

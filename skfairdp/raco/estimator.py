@@ -34,6 +34,7 @@ from ..fairness.routing import routing_hint
 from ..privacy.collective import from_first_rank
 from .accounting import RacoAccounting
 from .enforcement import check_tolerance, enforce_noise_multiplier, row_uniforms
+from .linear_step import linear_raco_step
 from .problem import RacoProblem, pairwise_dual_walk
 from .solutions import SOLUTIONS, TAIL_FRACTION, iterate_track, mixture_proba, store_solution
 
@@ -293,6 +294,8 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         },
     )
     _schedule = RACO
+    #: logistic regression's step without the generic engine (:mod:`.linear_step`)
+    _fast_step = staticmethod(linear_raco_step)
 
     # experiment knobs (not parameters): denominators of the rates and weights
     _denominators = "running"

@@ -155,6 +155,16 @@ MUTANTS = [
         "focus": "tests/test_linear_step.py",
     },
     {
+        "name": "raco-linear-step-norm",
+        "klass": 1,
+        "file": "skfairdp/raco/linear_step.py",
+        "old": "        norms *= a_norms  # float32 |b_i| |(a_i, 1)|: the engine's product\n",
+        "new": "",
+        "description": "RaCO-DP's linear step clips each row by its logit gradient's norm "
+        "alone, without its input's |(a, 1)|: a row with a large input adds more than C",
+        "focus": "tests/test_raco_linear_step.py",
+    },
+    {
         "name": "fermi-priors-exact",
         "klass": 2,
         "file": "skfairdp/fermi/priors.py",
@@ -162,6 +172,16 @@ MUTANTS = [
         "new": "        noisy.numpy()",
         "description": "DP-FERMI's group priors from the exact group histogram",
         "focus": "tests/test_exact_use.py",
+    },
+    {
+        "name": "raco-linear-step-exact-histogram",
+        "klass": 2,
+        "file": "skfairdp/raco/linear_step.py",
+        "old": "host.statistics(released.numpy().astype(np.float64))",
+        "new": "host.statistics(histogram.numpy().astype(np.float64))",
+        "description": "RaCO-DP's linear step: the histogram's noise drawn and recorded, the "
+        "exact histogram used for the rates, the multipliers and the per-part weights",
+        "focus": "tests/test_raco_linear_step.py",
     },
     {
         "name": "metric-frame-exact",
