@@ -13,30 +13,24 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import make_biased_data
+from conftest import (
+    check_linear_step_release,
+    count_linear_steps,
+    make_biased_data,
+    spy_linear_step,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skfairdp import DPFermiClassifier
 from skfairdp.fermi import linear_step
 from skfairdp.fermi.linear_step import LinearErmiStep
-from skfairdp.privacy import RandomSource
 
 
 @pytest.fixture
 def taken(monkeypatch):
     """Counts of the steps the linear step took (True) and handed to the engine (False)."""
-    counts = {True: 0, False: 0, "empty": 0}
-    original = LinearErmiStep.step
-
-    def step(self, idx):
-        done = original(self, idx)
-        counts[done] += 1
-        counts["empty"] += len(idx) == 0
-        return done
-
-    monkeypatch.setattr(LinearErmiStep, "step", step)
-    return counts
+    return count_linear_steps(monkeypatch, LinearErmiStep)
 
 
 def _fit(X, y, s, fast, monkeypatch, sample_weight=None, **params):
@@ -166,39 +160,10 @@ def test_each_clipped_contribution_is_within_the_sensitivity(
     max_weight = 3.0 if weighted else 1.0
     w = rng.uniform(0.0, max_weight, len(X)) if weighted else None
     bound = clip * max_weight
-    seen, draws = [], []
-    original_rows = LinearErmiStep._clipped_rows
-    original_step = LinearErmiStep.step
-    original_normal = RandomSource.normal
-
-    def step(self, idx):
-        seen.append([np.asarray(idx), None])
-        return original_step(self, idx)
-
-    def clipped_rows(self, *args):
-        rows = original_rows(self, *args)
-        seen[-1][1] = rows.copy()
-        return rows
-
-    def normal(self, shape, std, dtype=torch.float32):
-        draws.append((tuple(shape), std))
-        return original_normal(self, shape, std, dtype)
-
-    monkeypatch.setattr(LinearErmiStep, "step", step)
-    monkeypatch.setattr(LinearErmiStep, "_clipped_rows", clipped_rows)
-    monkeypatch.setattr(RandomSource, "normal", normal)
+    seen, draws = spy_linear_step(monkeypatch, LinearErmiStep)
     est = _fit(
         X, y, s, True, monkeypatch, sample_weight=w, fairness_weight=lam, max_grad_norm=clip,
         penalty_clip=penalty_clip, max_sample_weight=max_weight, batch_size=20, max_epochs=1,
         random_state=seed,
     )  # fmt: skip
-    summed = [(idx, rows) for idx, rows in seen if rows is not None]
-    assert summed
-    for idx, rows in summed:
-        a = X[idx].astype(np.float64)
-        norms = np.linalg.norm(rows.astype(np.float64), axis=1) * np.sqrt((a * a).sum(1) + 1.0)
-        assert norms.max() <= bound * (1 + 1e-5), (norms.max(), bound)
-    n_params = sum(p.numel() for p in est.module_.parameters())
-    gradient_stds = [std for shape, std in draws if shape == (n_params,)]
-    assert len(gradient_stds) == est.n_steps_
-    assert gradient_stds == pytest.approx([est.noise_multiplier_ * bound] * est.n_steps_)
+    check_linear_step_release(est, X, seen, draws, bound)

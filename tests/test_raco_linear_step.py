@@ -18,7 +18,12 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import make_biased_data
+from conftest import (
+    check_linear_step_release,
+    count_linear_steps,
+    make_biased_data,
+    spy_linear_step,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,17 +41,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.fixture
 def taken(monkeypatch):
     """Counts of the steps the linear step took (True) and handed to the engine (False)."""
-    counts = {True: 0, False: 0, "empty": 0}
-    original = LinearRacoStep.step
-
-    def step(self, idx):
-        done = original(self, idx)
-        counts[done] += 1
-        counts["empty"] += len(idx) == 0
-        return done
-
-    monkeypatch.setattr(LinearRacoStep, "step", step)
-    return counts
+    return count_linear_steps(monkeypatch, LinearRacoStep)
 
 
 def _data(n=400, seed=0, groups=2, n_features=4):
@@ -238,24 +233,8 @@ def test_each_clipped_contribution_is_within_the_sensitivity(
     max_weight = 3.0 if weighted else 1.0
     w = rng.uniform(0.0, max_weight, len(X)) if weighted else None
     bound = clip * max_weight
-    seen, draws, laplace_scales = [], [], []
-    original_rows = LinearRacoStep._clipped_rows
-    original_step = LinearRacoStep.step
-    original_normal = RandomSource.normal
-
-    def step(self, idx):
-        seen.append([np.asarray(idx), None])
-        return original_step(self, idx)
-
-    def clipped_rows(self, *args):
-        rows = original_rows(self, *args)
-        seen[-1][1] = rows.copy()
-        return rows
-
-    def normal(self, shape, std, dtype=torch.float32):
-        draws.append((tuple(shape), std))
-        return original_normal(self, shape, std, dtype)
-
+    seen, draws = spy_linear_step(monkeypatch, LinearRacoStep)
+    laplace_scales = []
     from skfairdp.privacy import mechanisms
 
     original_laplace = mechanisms.laplace_noise
@@ -264,9 +243,6 @@ def test_each_clipped_contribution_is_within_the_sensitivity(
         laplace_scales.append(scale)
         return original_laplace(random, shape, scale, *args)
 
-    monkeypatch.setattr(LinearRacoStep, "step", step)
-    monkeypatch.setattr(LinearRacoStep, "_clipped_rows", clipped_rows)
-    monkeypatch.setattr(RandomSource, "normal", normal)
     monkeypatch.setattr(mechanisms, "laplace_noise", laplace_noise)
     est = _fit(
         X, y, s, True, monkeypatch, sample_weight=w, max_grad_norm=clip, temperature=temperature,
@@ -274,17 +250,7 @@ def test_each_clipped_contribution_is_within_the_sensitivity(
         max_sample_weight=max_weight, batch_size=20, max_epochs=1, random_state=seed,
         histogram_noise="laplace" if laplace else "gaussian", enforce_tolerance=False,
     )  # fmt: skip
-    summed = [(idx, rows) for idx, rows in seen if rows is not None]
-    assert summed
-    for idx, rows in summed:
-        a = X[idx].astype(np.float64)
-        r = rows.astype(np.float64)
-        norms = np.linalg.norm(r, axis=1) * np.sqrt((a * a).sum(1) + 1.0)
-        assert norms.max() <= bound * (1 + 1e-5), (norms.max(), bound)
-    n_params = sum(p.numel() for p in est.module_.parameters())
-    gradient_stds = [std for shape, std in draws if shape == (n_params,)]
-    assert len(gradient_stds) == est.n_steps_
-    assert gradient_stds == pytest.approx([est.noise_multiplier_ * bound] * est.n_steps_)
+    n_params = check_linear_step_release(est, X, seen, draws, bound)
     hist = est.histogram_noise_multiplier_ * max_weight
     if laplace:
         assert laplace_scales == pytest.approx([hist] * est.n_steps_)

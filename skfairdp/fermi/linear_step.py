@@ -54,37 +54,11 @@ import torch
 from torch import nn
 
 from ..engine.clipping import _FLOAT32_CLIP_RANGE, TAME_NORM
-from ..engine.step import plain_sgd
-from ..nn import MLPModule
-from ..privacy.collective import active_collective
+from ..engine.linear_step import LinearStep, declines_fit, single_linear
 from ..privacy.mechanisms import gaussian_sum
 
 #: Whether DP-FERMI fits take :class:`LinearErmiStep` where it applies (tests switch it off).
 ENABLED = True
-
-
-def single_linear(module: nn.Module) -> nn.Linear | None:
-    """The layer of a module that is one ``nn.Linear`` (itself, or ``MLPModule`` without
-    hidden layers) with a trainable bias and weight, no hooks, float32; else None."""
-    layer = module
-    if type(module) is MLPModule and len(module.layers) == 1:
-        layer = module.layers[0]
-    if type(layer) is not nn.Linear or layer.bias is None:
-        return None
-    params = [p for p in module.parameters() if p.requires_grad]
-    if len(params) != 2 or params[0] is not layer.weight or params[1] is not layer.bias:
-        return None
-    if layer.weight.dtype != torch.float32 or layer.bias.dtype != torch.float32:
-        return None
-    hooked = (
-        m._forward_hooks or m._forward_pre_hooks
-        for m in (module, *module.modules())  # nn.Module.__call__ would run these
-    )
-    if any(hooked) or nn.modules.module._global_forward_hooks:
-        return None
-    if nn.modules.module._global_forward_pre_hooks:
-        return None
-    return layer
 
 
 def linear_ermi_step(
@@ -106,13 +80,7 @@ def linear_ermi_step(
     Parameters are those of :func:`skfairdp.engine.train` (``tensors`` is
     ``DPFermiClassifier._per_row_tensors``' ``(codes, weights)``).
     """
-    if not ENABLED or X is None or X.dim() != 2 or X.dtype != torch.float32:
-        return None
-    if X.device.type != "cpu":  # its NumPy arithmetic runs on the host
-        return None
-    if not noise.private or record_diagnostics or active_collective() is not None:
-        return None
-    if not getattr(sampler, "poisson", False):
+    if not ENABLED or declines_fit(X, noise, sampler, record_diagnostics):
         return None
     if problem.sensitive_unit or problem.lam <= 0 or not problem.best_response:
         return None
@@ -136,7 +104,7 @@ def linear_ermi_step(
     )
 
 
-class LinearErmiStep:
+class LinearErmiStep(LinearStep):
     """One private DP-FERMI step on a batch of row indices (see the module docstring).
 
     ``step(idx)`` releases and applies the step on rows ``idx`` and returns True, or
@@ -148,13 +116,7 @@ class LinearErmiStep:
     def __init__(
         self, problem, layer, X, tensors, sample_weight, sampler, optimizer, noise, random, recorder
     ):  # fmt: skip
-        self.problem, self.X, self.optimizer = problem, X, optimizer
-        self.weight, self.bias = layer.weight, layer.bias
-        # aliases without autograd (they see the in-place steps): the forward builds no graph
-        self._weight_data, self._bias_data = layer.weight.detach(), layer.bias.detach()
-        self.random, self.recorder = random, recorder
-        self.q = float(sampler.sampling_rate)
-        self.denominator = float(sampler.expected_batch_size)
+        self._bind(problem, layer, X, sampler, optimizer, random, recorder)
         n_blocks, k, l = problem.W.shape
         self.l, self.n_cells = l, n_blocks * k * l
         codes, weights = tensors
@@ -187,24 +149,13 @@ class LinearErmiStep:
         # best response's answers (W, own, shared, combined) and the combined table
         self._n_dual = problem.W.numel()
         self._running = self._answers = self._combined = None
-        self._grads = None  # the last plain-SGD step's gradients, for the parameters' .grad
         # the engine's sensitivities: C (clip_plan's or max_grad_norm) and the unit rows' 1,
         # each times the weight bound, and its noise multipliers
         clip = problem.max_grad_norm if split else noise.max_grad_norm
         self.sensitivity = clip * noise.max_weight
         self.dual_sensitivity = problem.dual_clip * noise.max_weight
         self.z, self.z_dual = noise.primal_multiplier, noise.dual_multiplier
-        self.n_params = self.weight.numel() + self.bias.numel()
-        self.sizes = [self.weight.numel(), self.bias.numel()]
-        total = torch.empty(self.n_params)
-        weight_part = total[: self.sizes[0]].view(self.weight.shape)
-        self._total = (total, weight_part, total[self.sizes[0] :])
-        self.sgd = False
         self.start_epoch()
-
-    def start_epoch(self) -> None:
-        """Read the optimizer's settings (a callback may have changed them)."""
-        self.sgd = plain_sgd(self.optimizer)
 
     def step(self, idx: np.ndarray) -> bool:
         """Release and apply one step on rows ``idx`` (sorted); False: not taken."""
@@ -311,18 +262,7 @@ class LinearErmiStep:
         best response in Python floats (:meth:`ErmiProblem.best_response_floats`), whose
         result stays in lists here (the next step reads the ``combined`` table from
         them) until :meth:`finish` makes it the problem's state."""
-        primal = primal / self.denominator
-        weight, bias = self.weight, self.bias
-        grad_w, grad_b = primal.split_with_sizes(self.sizes)
-        grad_w = grad_w.view(weight.shape)
-        if self.sgd:  # the parameters' .grad: set by finish() (the last step's, as the engine)
-            lr = -self.optimizer.param_groups[0]["lr"]
-            self._weight_data.add_(grad_w, alpha=lr)  # aliases: no autograd to skip
-            self._bias_data.add_(grad_b, alpha=lr)
-            self._grads = (grad_w, grad_b)
-        else:
-            weight.grad, bias.grad = grad_w, grad_b
-            self.optimizer.step()
+        self._primal_step(primal)
         problem = self.problem
         if problem.average is not None:
             problem.average.step()
@@ -350,6 +290,4 @@ class LinearErmiStep:
         if self._answers is not None:
             self.problem._set_best_response(self._running, self._answers)
         self._running = self._answers = None
-        if self._grads is not None:
-            self.weight.grad, self.bias.grad = self._grads
-            self._grads = None
+        self._restore_grads()

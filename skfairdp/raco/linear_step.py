@@ -62,10 +62,8 @@ import numpy as np
 import torch
 
 from ..engine.clipping import _FLOAT32_CLIP_RANGE, TAME_NORM, clipped_total
+from ..engine.linear_step import LinearStep, declines_fit, single_linear
 from ..engine.per_sample import FactoredLinearGradients
-from ..engine.step import plain_sgd
-from ..fermi.linear_step import single_linear
-from ..privacy.collective import active_collective
 from ..privacy.mechanisms import gaussian_sum
 from .host_dual import HostDual
 from .problem import RacoProblem, hard_predictions, soft_histogram
@@ -97,13 +95,9 @@ def linear_raco_step(
     Parameters are those of :func:`skfairdp.engine.train` (``tensors`` is
     ``RaCODPClassifier._per_row_tensors``' ``(codes,)``: label and part per row).
     """
-    if not ENABLED or X is None or X.dim() != 2 or X.dtype != torch.float32:
+    if not ENABLED or declines_fit(X, noise, sampler, record_diagnostics):
         return None
-    if X.device.type != "cpu" or type(problem) is not RacoProblem:
-        return None
-    if not noise.private or record_diagnostics or active_collective() is not None:
-        return None
-    if not getattr(sampler, "poisson", False) or problem.recorder is not recorder:
+    if type(problem) is not RacoProblem or problem.recorder is not recorder:
         return None
     if problem.histogram_noise is None or problem.expected_batch_size is None:
         return None
@@ -118,7 +112,7 @@ def linear_raco_step(
     )
 
 
-class LinearRacoStep:
+class LinearRacoStep(LinearStep):
     """One private RaCO-DP step on a batch of row indices (see the module docstring).
 
     ``step(idx)`` releases and applies the step on rows ``idx`` and returns True, or
@@ -130,13 +124,7 @@ class LinearRacoStep:
     def __init__(
         self, problem, layer, X, codes, sample_weight, sampler, optimizer, noise, random, recorder
     ):  # fmt: skip
-        self.problem, self.X, self.optimizer = problem, X, optimizer
-        self.weight, self.bias = layer.weight, layer.bias
-        # aliases without autograd (they see the in-place steps): the forward builds no graph
-        self._weight_data, self._bias_data = layer.weight.detach(), layer.bias.detach()
-        self.random, self.recorder = random, recorder
-        self.q = float(sampler.sampling_rate)
-        self.denominator = float(sampler.expected_batch_size)
+        self._bind(problem, layer, X, sampler, optimizer, random, recorder)
         self.sample_weight = sample_weight
         y, part = codes.unbind(dim=1)
         self.y, self.part = y.cpu().numpy(), part.cpu().numpy()
@@ -152,17 +140,7 @@ class LinearRacoStep:
         self.clip32 = np.float32(self.clip)  # the float32 factors' C (clip_factors' rounding)
         self.sensitivity = self.clip * noise.max_weight
         self.z = noise.primal_multiplier
-        self.sizes = [self.weight.numel(), self.bias.numel()]
-        total = torch.empty(sum(self.sizes))
-        weight_part = total[: self.sizes[0]].view(self.weight.shape)
-        self._total = (total, weight_part, total[self.sizes[0] :])
-        self._grads = None  # the last plain-SGD step's gradients, for the parameters' .grad
-        self.sgd = False
         self.start_epoch()
-
-    def start_epoch(self) -> None:
-        """Read the optimizer's settings (a callback may have changed them)."""
-        self.sgd = plain_sgd(self.optimizer)
 
     def step(self, idx: np.ndarray) -> bool:
         """Release and apply one step on rows ``idx`` (sorted); False: not taken."""
@@ -275,18 +253,7 @@ class LinearRacoStep:
 
     def _apply(self, primal: torch.Tensor, statistics: dict) -> None:
         """:func:`skfairdp.engine.step.apply` of the release ``(primal, statistics)``."""
-        primal = primal / self.denominator
-        weight, bias = self.weight, self.bias
-        grad_w, grad_b = primal.split_with_sizes(self.sizes)
-        grad_w = grad_w.view(weight.shape)
-        if self.sgd:  # the parameters' .grad: set by finish() (the last step's, as the engine)
-            lr = -self.optimizer.param_groups[0]["lr"]
-            self._weight_data.add_(grad_w, alpha=lr)  # aliases: no autograd to skip
-            self._bias_data.add_(grad_b, alpha=lr)
-            self._grads = (grad_w, grad_b)
-        else:
-            weight.grad, bias.grad = grad_w, grad_b
-            self.optimizer.step()
+        self._primal_step(primal)
         if self.host is None:
             self.problem.apply_statistics(statistics)
             return
@@ -298,8 +265,6 @@ class LinearRacoStep:
         """Leave the model as the engine's steps would have: the last plain-SGD step's
         gradient becomes the parameters' ``.grad``. Before the engine's step, at the end of
         each epoch and of training."""
-        if self._grads is not None:
-            self.weight.grad, self.bias.grad = self._grads
-            self._grads = None
+        self._restore_grads()
         if self.host is not None:  # the dual's float64 steps become the problem's state
             self.host.store(self.problem)
