@@ -221,8 +221,8 @@ def _in(method: str, features: str, bound: float, seed: int, quick: bool) -> Any
             "demographic_parity", bound, epsilon=1.0, delta=DELTA, random_state=seed, **base
         )
     elif method == "RaCO-DP":
-        # RaCO-DP's own "auto" schedule: DP-SGD's (batch 2048, lr 4 on bins) leaves its dual
-        # short of the tolerance, and its check then mixes half the rows with the constant
+        # RaCO-DP's own "auto" schedule: at DP-SGD's lr 4 on bins its iterates do not settle
+        # under the tolerance, and its check then mixes half the rows with the constant
         schedule = {"batch_size": 512, "max_epochs": 10} if quick else {}
         model = RaCODPClassifier(
             tolerance=bound, epsilon=1.0, delta=DELTA, random_state=seed, **schedule
