@@ -5,7 +5,8 @@ predictions, demographic parity, total ε = 1, each estimator at its defaults
 (``--estimator``): ``dpto``, DPThresholdOptimizer on ``DPSGDClassifier`` (its ``"auto"``
 batch and epochs, lr 1); ``dpto_eo``, the same for equalized odds (its violation column
 is then the equalized-odds violation); ``dpfermi``, ``raco``, ``cgoo``: DPFermiClassifier,
-RaCODPClassifier, CGOOReduction (the group not used at predict). Arms, on the zoo's
+RaCODPClassifier, CGOOReduction (the group not used at predict), at their default knob
+or at one given after ``@`` (``dpfermi@4``: ``fairness_weight=4``). Arms, on the zoo's
 encoded features (continuous columns are z-scores; binary columns pass through):
 
 - ``linear``: the features as they are (today's base);
@@ -97,7 +98,10 @@ def fit_one(key) -> list:
         from skfairdp import CGOOReduction, DPFermiClassifier, RaCODPClassifier
 
         make = {"dpfermi": DPFermiClassifier, "raco": RaCODPClassifier, "cgoo": CGOOReduction}
-        last = make[estimator](epsilon=1.0, random_state=seed)
+        knob = {"dpfermi": "fairness_weight", "raco": "tolerance", "cgoo": "difference_bound"}
+        family, _, value = estimator.partition("@")  # "dpfermi@4": fairness_weight 4
+        params = {knob[family]: float(value)} if value else {}
+        last = make[family](epsilon=1.0, random_state=seed, **params)
     model = make_pipeline(_prep(arm, cont, other), last)
     step = model.steps[-1][0]
     tic = time.perf_counter()
@@ -129,7 +133,9 @@ def report() -> None:
              "the arm's mean error minus linear's, `*` where that is more than the larger seed "
              "sd, and `v` where its mean violation is above linear's by more than the larger "
              "violation sd.", ""]  # fmt: skip
-    for estimator in [e for e in ESTIMATORS if e in set(frame_all.estimator)]:
+    present = set(frame_all.estimator)
+    ordered = [e for e in ESTIMATORS if e in present] + sorted(present - set(ESTIMATORS))
+    for estimator in ordered:
         lines += [f"## {estimator}", ""] + _report_one(frame_all[frame_all.estimator == estimator])
     OUT.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -190,7 +196,10 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", nargs="+", default=list(ZOO))
     parser.add_argument("--arms", nargs="+", default=list(ARMS[:3]))
-    parser.add_argument("--estimator", default="dpto", choices=ESTIMATORS)
+    parser.add_argument(
+        "--estimator", default="dpto",
+        help=f"one of {', '.join(ESTIMATORS)}, or an in-processing one at a knob: dpfermi@4",
+    )  # fmt: skip
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--report", action="store_true")
