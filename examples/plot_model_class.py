@@ -28,6 +28,7 @@ table you do not know to be large, prefer the trend plus bins.
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
+import sklearn
 from sklearn.compose import ColumnTransformer
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
@@ -39,6 +40,8 @@ from skfairdp.metrics import demographic_parity_violation
 from skfairdp.postprocessing import DPThresholdOptimizer
 from skfairdp.preprocessing import DPKBinsDiscretizer, DPStandardScaler, make_trend_and_bins
 from skfairdp.privacy import spent
+
+sklearn.set_config(enable_metadata_routing=True)  # sensitive_features reach the last step
 
 adult = load_adult()
 frame = adult.data.dropna()
@@ -89,7 +92,7 @@ for name, (features, lr) in encodings.items():
             random_state=0,
         ),
     )  # fmt: skip
-    model.fit(X_train, y_train, dpthresholdoptimizer__sensitive_features=s_train)
+    model.fit(X_train, y_train, sensitive_features=s_train)
     pred = model.predict(X_test, sensitive_features=s_test)
     results[name] = (
         np.mean(pred != y_test),
