@@ -58,8 +58,11 @@ BASE = {
 
 def _schedule(features: str, quick: bool) -> dict:
     """The base's schedule for an encoding (``linear``, ``uniform<k>``, ``trend+uniform<k>``)."""
-    kind = "linear" if features == "linear" else features.split("+")[0].rstrip("0123456789")
-    schedule = dict(BASE["bins" if kind == "uniform" else kind])
+    if features == "linear":
+        kind = "linear"
+    else:
+        kind = "trend" if features.startswith("trend+") else "bins"
+    schedule = dict(BASE[kind])
     if quick:
         schedule.update(batch_size=512, max_epochs=10)
     return schedule

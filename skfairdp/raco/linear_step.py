@@ -251,8 +251,9 @@ class LinearRacoStep(LinearStep):
             )
         return b * factors[:, None]
 
-    def _apply(self, primal: torch.Tensor, statistics: dict) -> None:
-        """:func:`skfairdp.engine.step.apply` of the release ``(primal, statistics)``."""
+    def _apply(self, primal: torch.Tensor, statistics: dict | tuple) -> None:
+        """:func:`skfairdp.engine.step.apply` of the release ``(primal, statistics)``:
+        the problem's statistics dict, or :meth:`HostDual.statistics`' tuple."""
         self._primal_step(primal)
         if self.host is None:
             self.problem.apply_statistics(statistics)
