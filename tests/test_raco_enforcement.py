@@ -99,6 +99,34 @@ def test_a_model_that_errs_more_than_a_constant_gives_way_to_it():
     assert check.mixing == 1.0 and check.constant_class == 0
 
 
+def test_noisy_counts_keep_the_model_only_where_it_beats_the_constant_by_z_sds():
+    """With noisy counts the constant, which needs no data, wins near-ties.
+
+    The model's error minus the constant's is a sum of released counts; the test derives
+    that sum's sd (each count of std ``s``) and places the model's noisy error just inside
+    and just outside ``z`` sds below the constant's.
+    """
+    program = compile_rate_constraints(DemographicParity(0.5), [0, 1], [0, 1])
+    std, z, total = 3.0, enforcement.ENFORCE_Z, 400.0
+
+    def counts(model_advantage):
+        # per group 100 label-0 and 100 label-1 rows; the constant 0 errs on the 200
+        # label-1 rows (0.5). The model predicts 1 on every label-1 row and on `fp` of
+        # each group's label-0 rows: error 2 fp / 400.
+        fp = (0.5 - model_advantage) * total / 2
+        return np.array([[100 - fp, fp], [0.0, 100.0]] * 2)
+
+    # error - constant_error = (label-0 rows predicted 1 - label-1 rows predicted 1) / total:
+    # two counts per group, coefficient +1 and -1 (the same four for the constant 1)
+    sd = std * math.sqrt(4) / total
+    inside = mixing_weight(counts(0.9 * z * sd), program, std, 2)
+    outside = mixing_weight(counts(1.1 * z * sd), program, std, 2)
+    assert inside.mixing == 1.0 and inside.constant_class == 0
+    assert outside.mixing == 0.0
+    # exact counts: any advantage keeps the model
+    assert mixing_weight(counts(0.9 * z * sd), program, 0.0, 2).mixing == 0.0
+
+
 def _realised_values(check, program, H, p, n_draws=20_000, seed=1):
     """``(n_draws, J)`` constraint values of the mix over simulated coins, by flipping counts.
 

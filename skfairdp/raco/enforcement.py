@@ -28,10 +28,12 @@ after training:
    each gap its expectation plus the coins' correlated errors,
    :func:`coin_loadings`), among the classes whose constant meets every
    constraint, with the class whose mixture has the smallest noisy training
-   error; and ``p = 1`` (the constant alone) where the constant's noisy training
-   error is below the model's, since the mix's error is linear in ``p`` (the mix
-   that errs least among those that meet the bounds; on a table where the model
-   collapsed, it is never worse than the majority class but for the noise).
+   error; and ``p = 1`` (the constant alone) unless the model's noisy training
+   error is below the constant's by ``ENFORCE_Z`` standard deviations of their
+   difference (a sum of the released counts), since the mix's error is linear in
+   ``p`` and the constant needs no data to be trusted (the mix that errs least
+   among those that meet the bounds; on a table where the model collapsed, the
+   constant itself rather than a mix that looks better only through the noise).
 
 ``predict`` then returns class ``c`` on a share ``p`` of the rows, chosen by a
 salted hash of each row's features (:func:`row_uniforms`): deterministic, the
@@ -228,13 +230,19 @@ def mixing_weight(
 
     best = (math.inf, 0.0, None)
     constant_values = program.coefficients.sum(axis=1)  # (J, K): a constant's rate is 1 per set
+    predicted = np.tile(np.arange(n_classes), (len(H), 1))
     for c in range(n_classes):
         const = constant_values[:, c]
         if np.any(const > bounds + 1e-12):
             continue
         p = _smallest_mix(upper, const, bounds, coin_loadings(program, rates, n, c))
         constant_error = float(np.clip(1.0 - label_share[c], 0.0, 1.0))
-        if constant_error < error:  # the mix's error falls all the way to the constant's
+        # the model's noisy error minus the constant's is a sum of counts with
+        # coefficients [k != label] - [label != c]; the model is kept only where it
+        # beats the constant by z of that difference's sds (the constant needs no data)
+        loadings = (predicted != labels[:, None]).astype(float) - (labels != c)[:, None]
+        margin = z * std * float(np.sqrt(np.square(loadings).sum())) / total
+        if constant_error <= error + margin:  # the mix's error falls to the constant's
             p = 1.0
         mixed_error = (1 - p) * error + p * constant_error
         if mixed_error < best[0] - 1e-12:
