@@ -121,10 +121,10 @@ def fit_one(key) -> list:
             round(float(dp), 5), round(seconds, 1)]  # fmt: skip
 
 
-def report() -> None:
+def report(out: Path = OUT) -> None:
     import pandas as pd
 
-    frame_all = pd.read_csv(OUT, sep="\t", names=COLUMNS)
+    frame_all = pd.read_csv(out, sep="\t", names=COLUMNS)
     lines = ["# Encodings of the continuous columns for a private base, table by table (issue 37)",
              "", "`python experiments/model_class_zoo_arms.py`; total ε = 1, demographic parity "
              "(equalized odds for `dpto_eo`), "
@@ -137,7 +137,7 @@ def report() -> None:
     ordered = [e for e in ESTIMATORS if e in present] + sorted(present - set(ESTIMATORS))
     for estimator in ordered:
         lines += [f"## {estimator}", ""] + _report_one(frame_all[frame_all.estimator == estimator])
-    OUT.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
@@ -203,13 +203,17 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--report", action="store_true")
+    parser.add_argument(
+        "--out", type=Path, default=OUT,
+        help="the rows' TSV (the report goes beside it as .md); e.g. the held-out tables' own",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.report:
-        return report()
+        return report(args.out)
     keys = [(t, args.estimator, a, s) for t in args.tables for s in args.seeds for a in args.arms]
     with ProcessPoolExecutor(args.jobs) as pool:
         for row in pool.map(fit_one, keys, chunksize=1):
-            with OUT.open("a") as f:
+            with args.out.open("a") as f:
                 f.write("\t".join(map(str, row)) + "\n")
             print("\t".join(map(str, row)), flush=True)
 
