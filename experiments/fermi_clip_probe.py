@@ -55,11 +55,9 @@ def fit_one(key):
     )
     split = zoo.split(table, seed)
     if rule == "grow":
-        from skfairdp.fermi.problem import penalty_clip_share
+        from zoo_fermi_grow import grow_clip
 
-        n = len(split[2])
-        auto = schedules.fermi_max_grad_norm(n, 1.0, "record")
-        C = max(auto, min(auto / (1.0 - penalty_clip_share(fairness_weight)), n * 5e-4))
+        C = grow_clip(len(split[2]), 1.0, fairness_weight)
     model = DPFermiClassifier(
         notion, fairness_weight=fairness_weight, epsilon=1.0, random_state=seed, max_grad_norm=C
     )

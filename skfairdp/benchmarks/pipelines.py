@@ -124,7 +124,7 @@ def _features(numeric: str, categories: dict[str, list]) -> Any:
     from sklearn.compose import ColumnTransformer
     from sklearn.preprocessing import OneHotEncoder
 
-    from ..preprocessing import DPKBinsDiscretizer, DPStandardScaler
+    from ..preprocessing import DPKBinsDiscretizer, DPStandardScaler, make_trend_and_bins
 
     encoder = OneHotEncoder(
         categories=[categories[c] for c in categories], handle_unknown="ignore",
@@ -134,14 +134,9 @@ def _features(numeric: str, categories: dict[str, list]) -> Any:
     if numeric == "linear":
         return ColumnTransformer([("num", DPStandardScaler(bounds=BOUNDS), list(BOUNDS)), *cat])
     if numeric.startswith("trend+uniform"):
+        # every column not in BOUNDS is categorical: the remainder is the encoder's input
         k = int(numeric.removeprefix("trend+uniform"))
-        return ColumnTransformer(
-            [
-                ("num", DPStandardScaler(bounds=BOUNDS), list(BOUNDS)),
-                ("bins", DPKBinsDiscretizer(BOUNDS, n_bins=k, encode="onehot-unit"), list(BOUNDS)),
-                *cat,
-            ]
-        )
+        return make_trend_and_bins(BOUNDS, n_bins=k, remainder=encoder)
     k = int(numeric.removeprefix("uniform"))
     return ColumnTransformer(
         [("num", DPKBinsDiscretizer(bounds=BOUNDS, n_bins=k), list(BOUNDS)), *cat]
