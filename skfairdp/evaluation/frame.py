@@ -186,7 +186,7 @@ class PrivateMetricFrame:
             n_samples=data.y_true.shape[0], weighted=data.sample_weight is not None,
             max_sample_weight=max_sample_weight, random=random,
         )  # fmt: skip
-        self._seed = None if secure_mode else random.seed
+        self._seed = random.shareable_seed()  # never the noise's seed unless the user's
         self._set_release(release, index)
 
     def _set_release(

@@ -17,9 +17,33 @@ from ..privacy.accountant import _rdp_of, quiet_accounting
 from ..privacy.choice import ChoiceDpEvent
 from ..privacy.events import compose
 
-__all__ = ["ACCOUNTANT_OPTIONS", "choice_cover", "cover", "dominates", "rdp_spent"]
+__all__ = [
+    "ACCOUNTANT_OPTIONS",
+    "choice_cover",
+    "cover",
+    "dominates",
+    "rdp_spent",
+    "require_record_unit",
+]
 
 ACCOUNTANT_OPTIONS = {"accountant": "rdp", "privacy_unit": "record"}
+
+
+def require_record_unit(estimator) -> None:
+    """Refuse a step whose ``privacy_unit`` is not ``"record"``: the search prices whole rows.
+
+    Under ``privacy_unit="sensitive"`` a fit treats ``X`` and ``y`` as public (exact
+    gradients of the loss; no noise at all without a fairness term), so a search
+    over it would report a row-level guarantee that does not hold.
+    """
+    for name, value in estimator.get_params(deep=True).items():
+        if name.rsplit("__", 1)[-1] == "privacy_unit" and value != "record":
+            raise ValueError(
+                f"{name}={value!r}: the search's guarantee protects whole rows and is priced "
+                "under privacy_unit='record'; a step that protects only the sensitive "
+                "attribute trains on exact X and y. Set privacy_unit='record' (and do not "
+                "search over privacy_unit)"
+            )
 
 
 def dominates(a: dp_accounting.DpEvent, b: dp_accounting.DpEvent) -> bool:

@@ -65,7 +65,14 @@ from ..privacy.events import compose
 from ..privacy.spent import spent_event
 from .accounting import ACCOUNTANT_OPTIONS, choice_cover, dominates, rdp_spent
 from .calibration import NoInnerBudget, auto_score_noise_multiplier, calibrate_inner_budget
-from .candidates import check_space, configured, draw_params, planning_candidates, seed_run
+from .candidates import (
+    check_space,
+    configured,
+    draw_params,
+    forget_run_seeds,
+    planning_candidates,
+    seed_run,
+)
 from .certificate import certify
 from .distributions import DISTRIBUTIONS, draw_n_runs, run_distribution_shape
 from .families import FAMILIES, FairCandidate, MajorityClass, default_space
@@ -374,7 +381,7 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.strategy_ = "search"
         if restricted is not None and best_case_upper(
             counts, n_val / len(seen), self.fairness, noise_multiplier=z, delta=delta,
-            confidence=self.confidence, encoder=encoder, seed=random.seed,
+            confidence=self.confidence, encoder=encoder, seed=random.shareable_seed(),
             secure_mode=self.secure_mode,
         ) > self.max_violation:  # fmt: skip
             self.strategy_, spaces = "self_bounded", restricted
@@ -409,7 +416,7 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             model, X_c, y_c, g_c, raw_c, encoder=encoder, fairness=self.fairness,
             max_violation=self.max_violation, confidence=self.confidence,
             noise_multiplier=z, delta=delta, random=random, recorder=recorder,
-            seed=random.seed, secure_mode=self.secure_mode,
+            seed=random.shareable_seed(), secure_mode=self.secure_mode,
         )  # fmt: skip
         if params["family"] == "majority":
             warnings.warn(
@@ -462,6 +469,7 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         model = configured(FairCandidate(fairness=self.fairness), params, budget.epsilon, delta)
         model = seed_run(model.set_params(secure_mode=self.secure_mode), random)
         model.fit(X_tr, y_tr, sensitive_features=raw_tr)
+        forget_run_seeds(model, random)
         run = EventRecorder()
         run.record(spent_event(model))
         if not dominates(budget.fit_event, run.build()):
@@ -475,7 +483,9 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         noisy, _ = noisy_count(torch.as_tensor(cells, dtype=torch.float64), z, random, run)
         noisy = noisy.numpy()
         stats = noisy_statistics(noisy, self.fairness, "accuracy")
-        frame = validation_frame(noisy, encoder, z, delta, random.seed, self.secure_mode)
+        frame = validation_frame(
+            noisy, encoder, z, delta, random.shareable_seed(), self.secure_mode
+        )
         interval = violation_interval(frame, self.fairness, self.confidence)
         upper = interval.upper
         key = selection_tier(

@@ -65,14 +65,21 @@ from .._fit.parameters import store_parameters
 from ..privacy import EventRecorder, RandomSource, noisy_count, resolve_delta
 from ..privacy.events import compose
 from ..privacy.spent import spent_event
-from .accounting import ACCOUNTANT_OPTIONS, choice_cover, dominates, rdp_spent
+from .accounting import ACCOUNTANT_OPTIONS, choice_cover, dominates, rdp_spent, require_record_unit
 from .calibration import (
     InnerBudget,
     NoInnerBudget,
     auto_score_noise_multiplier,
     calibrate_inner_budget,
 )
-from .candidates import check_space, configured, draw_params, planning_candidates, seed_run
+from .candidates import (
+    check_space,
+    configured,
+    draw_params,
+    forget_run_seeds,
+    planning_candidates,
+    seed_run,
+)
 from .distributions import DISTRIBUTIONS, draw_n_runs, run_distribution_shape
 from .inputs import check_search_input, validation_rows
 from .routing import routed_fit_params, training_rows
@@ -270,6 +277,7 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
 
     def _plan(self, spaces: list[dict], n_samples: int) -> tuple[int, float, float, InnerBudget]:
         """``(n_val, delta, z_score, inner budget)`` of a search on ``n_samples`` rows."""
+        require_record_unit(self.estimator)
         n_val = validation_rows(self.validation_size, n_samples)
         delta = resolve_delta(self.delta, n_samples)
         z = self.score_noise_multiplier
@@ -376,14 +384,16 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         recorder.record(self._search_event(budget.fit_event, z))
         self.dp_event_ = recorder.build()
         self.privacy_spent_ = rdp_spent(self.dp_event_, delta)
-        self._store(best, encoder, delta, z, random.seed)
+        self._store(best, encoder, delta, z, random.shareable_seed())
         return self
 
     def _run(self, params, train, validation, budget, delta, z, random) -> tuple:
         """One run: a private fit on the training part, checked against the plan, then scored."""
         X_train, y_train, routed_train = train
         est = seed_run(configured(self.estimator, params, budget.epsilon, delta), random)
+        require_record_unit(est)
         est.fit(X_train, y_train, **routed_train)
+        forget_run_seeds(est, random)
         run = EventRecorder()
         run.record(spent_event(est))
         if not dominates(budget.fit_event, run.build()):

@@ -30,6 +30,9 @@ class RandomSource:
     def __init__(self, random_state=None, *, secure_mode: bool = False, device="cpu"):
         self.secure_mode = bool(secure_mode)
         self.device = torch.device(device)
+        # whether the user chose the stream (experiments): only then may a fitted
+        # object keep a seed of it (:meth:`shareable_seed`)
+        self.user_seeded = random_state is not None
         if self.secure_mode:
             self.seed = None
             self.cpu_generator = None
@@ -84,7 +87,24 @@ class RandomSource:
             return RandomSource(secure_mode=True, device=self.device)
         (child,) = self._children.spawn(1)
         seed = int(child.generate_state(1, dtype=np.uint32)[0] % np.iinfo(np.int32).max)
-        return RandomSource(seed, device=self.device)
+        source = RandomSource(seed, device=self.device)
+        source.user_seeded = self.user_seeded
+        return source
+
+    def shareable_seed(self) -> int | None:
+        """A seed a fitted object may keep, for draws that are not noise (posterior intervals).
+
+        The stream's own seed where the user chose it (they can regenerate its noise
+        anyway); otherwise a fresh seed unrelated to the noise, since the stream's seed
+        would let anyone holding the object regenerate the noise and subtract it;
+        ``None`` under ``secure_mode``. Draws nothing from the stream.
+        """
+        if self.secure_mode:
+            return None
+        if self.user_seeded:
+            return self.seed
+        fresh = np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0]
+        return int(fresh % np.iinfo(np.int32).max)
 
     def estimator_params(self) -> dict:
         """``{"random_state": ..., "secure_mode": ...}`` for an estimator seeded from this source.
