@@ -36,6 +36,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from skfairdp import CGOOReduction, DPFermiClassifier, DPSGDClassifier
 from skfairdp._fit import schedules
+from skfairdp._fit.constant_check import check_noise_multiplier
 from skfairdp.engine import PerSampleGradients, clipped_sum
 from skfairdp.privacy import epsilon_spent, resolve_delta, sampled_gaussian_steps_event
 from skfairdp.privacy.planning import planned_fit_event
@@ -297,8 +298,11 @@ def test_planned_event_is_the_recorded_event(weighted):
 
 def test_estimators_with_upfront_releases_plan_them_too():
     event = DPFermiClassifier().planned_event(1000, noise_multiplier=1.0)
-    histogram, steps = event.events  # the group histogram's release, then the steps
+    # the group histogram's release and fallback_to_constant's check, then the steps
+    (histogram, check), steps = event.events[0].events, event.events[1]
     assert isinstance(histogram, dp_accounting.GaussianDpEvent)
+    delta = resolve_delta("auto", 1000)
+    assert check == dp_accounting.GaussianDpEvent(check_noise_multiplier(1.0, delta))
     assert isinstance(steps, dp_accounting.SelfComposedDpEvent)
 
 

@@ -43,8 +43,17 @@ def test_large_lambda_stays_below_the_majority_class():
 def test_joint_clip_reproduces_the_slide():
     # the paper-style joint clip is kept reachable (penalty_clip="joint"); on this
     # table it is what the issue measured: worse than the constant predictor
-    _, err, _, majority = _fit(64.0, penalty_clip="joint")
+    _, err, _, majority = _fit(64.0, penalty_clip="joint", fallback_to_constant=False)
     assert err > majority, (err, majority)
+
+
+def test_fallback_to_constant_catches_the_slide():
+    # the same fit with the check after training (the default): the released counts
+    # show the model worse than the constant, so predict gives the majority class
+    with pytest.warns(UserWarning, match="fallback_to_constant"):
+        clf, err, dp, majority = _fit(64.0, penalty_clip="joint")
+    assert clf.constant_check_.falls_back and err == pytest.approx(majority) and dp == 0.0
+    assert clf.constant_check_.error > clf.constant_check_.constant_error
 
 
 def test_training_violation_does_not_rise_with_lambda():

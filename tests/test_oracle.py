@@ -70,7 +70,7 @@ ORACLES = {
     # a fixed noise multiplier, steps capped to the budget
     "fermi-fixed-noise": DPFermiClassifier(
         fairness_weight=0, noise_multiplier=2.5, epsilon=1.0, max_sample_weight=2.0,
-        batch_size=50, max_epochs=20, lr=0.5,
+        batch_size=50, max_epochs=20, lr=0.5, fallback_to_constant=False,  # steps alone
     ),
 }  # fmt: skip
 

@@ -132,6 +132,9 @@ def data():
 
 
 FERMI = dict(epsilon=2.0, batch_size=64, max_epochs=2, random_state=0)
+# the steps alone: fallback_to_constant's release after training left out (its own tests:
+# test_constant_check.py; the planned-event test above keeps it)
+FERMI_STEPS = {**FERMI, "fallback_to_constant": False}
 EO_PRIORS = {0: [0.5, 0.5], 1: [0.4, 0.6]}
 DPSGD = dict(epsilon=2.0, hidden_layer_sizes=(), max_epochs=2, batch_size=100, random_state=0)
 # enforce_tolerance's check after training is tested by "raco-enforced"
@@ -225,7 +228,8 @@ def test_recorded_event_is_the_planned_event(name, data, plans):
     assert est.privacy_spent_.epsilon <= est.epsilon * (1 + 1e-9)
     # the per-epoch epsilon ends at the recorded event's, or below it by the release after
     # training (enforce_tolerance's check)
-    if getattr(est, "enforce_tolerance", False):
+    check = getattr(est, "constant_check_", None)  # DP-FERMI's fallback_to_constant
+    if getattr(est, "enforce_tolerance", False) or (check and check.noise_multiplier):
         assert isinstance(recorded.events[-1], G)
         assert est.history_[-1]["epsilon"] < est.privacy_spent_.epsilon
     else:
@@ -237,13 +241,13 @@ def test_recorded_event_is_the_planned_event(name, data, plans):
 def test_fermi_releases_histogram_then_steps(data):
     """The up-front histogram is recorded when it runs, then the T joint steps."""
     X, y, s = data
-    est = _fit(DPFermiClassifier(**FERMI), X, y, s)
+    est = _fit(DPFermiClassifier(**FERMI_STEPS), X, y, s)
     hist, steps = est.dp_event_.events
     assert isinstance(hist, G) and isinstance(steps, SC) and steps.count == est.n_steps_
     q = 64 / 400
     z = (est.noise_multiplier_**-2 + est.dual_noise_multiplier_**-2) ** -0.5
     assert steps.event == PS(q, G(z))
-    public = _fit(DPFermiClassifier(group_priors=[0.5, 0.5], **FERMI), X, y, s)
+    public = _fit(DPFermiClassifier(group_priors=[0.5, 0.5], **FERMI_STEPS), X, y, s)
     assert public.dp_event_ == SC(PS(q, G(public.effective_noise_multiplier_)), public.n_steps_)
 
 
@@ -294,7 +298,7 @@ class _StopAfter:
 @pytest.mark.parametrize(
     "est",
     [
-        DPFermiClassifier(**{**FERMI, "max_epochs": 4}),
+        DPFermiClassifier(**{**FERMI_STEPS, "max_epochs": 4}),
         DPFermiClassifier(privacy_unit="sensitive", **{**FERMI, "max_epochs": 4}),
         RaCODPClassifier(histogram_noise="laplace", **{**RACO, "max_epochs": 4}),
         GlobalScalingDPClassifier(**{**DPSGD, "max_epochs": 4}),
@@ -398,7 +402,14 @@ def test_engine_refuses_a_recorder_other_than_the_problems():
             random_state=0,
         ),  # fmt: skip
         RaCODPClassifier(epsilon=50.0, batch_size=1, max_epochs=1, delta=1e-3, random_state=0),
-        DPFermiClassifier(epsilon=50.0, batch_size=1, max_epochs=1, delta=1e-3, random_state=0),
+        DPFermiClassifier(
+            epsilon=50.0,
+            batch_size=1,
+            max_epochs=1,
+            delta=1e-3,
+            random_state=0,
+            fallback_to_constant=False,
+        ),
     ],
     ids=["gs-adapt", "raco", "fermi"],
 )
@@ -457,7 +468,7 @@ def test_mutant_dual_release_without_noise_is_not_recorded(data, monkeypatch, pl
     monkeypatch.setattr(step, "gaussian_sum", primal_only)
     # lr_dual=0.025: W's ascent, whose dual release is told apart by its clip (with the
     # best-response W of lr_dual="auto" both releases have sensitivity 1)
-    est = _fit(DPFermiClassifier(group_priors=[0.5, 0.5], lr_dual=0.025, **FERMI), X, y, s)
+    est = _fit(DPFermiClassifier(group_priors=[0.5, 0.5], lr_dual=0.025, **FERMI_STEPS), X, y, s)
     planned, _ = _planned(plans)
     assert est.dp_event_ == SC(PS(64 / 400, G(est.noise_multiplier_)), est.n_steps_)
     assert est.dp_event_ != _normalised(planned)
@@ -466,7 +477,7 @@ def test_mutant_dual_release_without_noise_is_not_recorded(data, monkeypatch, pl
 def test_mutant_group_histogram_without_noise_is_not_recorded(data, monkeypatch, plans):
     X, y, s = data
     monkeypatch.setattr(fermi, "noisy_histogram", _skip)
-    est = _fit(DPFermiClassifier(**FERMI), X, y, s)
+    est = _fit(DPFermiClassifier(**FERMI_STEPS), X, y, s)
     planned, _ = _planned(plans)
     assert isinstance(_normalised(planned), dp_accounting.ComposedDpEvent)  # hist + steps
     assert isinstance(est.dp_event_, dp_accounting.SelfComposedDpEvent)  # steps only

@@ -34,7 +34,14 @@ GOLDEN = Path(__file__).parent / "data" / "release_apply_golden.npz"
 # epsilon=inf its objective is now divided by 1 + lambda / 8 = 1.25, which lr = 0.1 * 1.25 undoes.
 # penalty_clip="joint": the golden models predate issue 34's balanced clip (a changed
 # algorithm, not the engine)
-_FERMI_THEN = {"dual_rates": "soft", "iterate": "last", "lr_dual": 0.025, "penalty_clip": "joint"}
+# fallback_to_constant=False: the golden models predate the check after training (issue 34)
+_FERMI_THEN = {
+    "dual_rates": "soft",
+    "iterate": "last",
+    "lr_dual": 0.025,
+    "penalty_clip": "joint",
+    "fallback_to_constant": False,
+}
 # Cases whose algorithm changed since the golden models, by design (not the engine).
 # RaCO-DP's likewise: soft rates for the dual, its fixed step, the last iterate,
 # clip 3, no tolerance margin (issue 24), no check after training (issue 34) and

@@ -56,6 +56,9 @@ def _kept_seeds(obj, seen=None) -> list:
     if isinstance(obj, BaseEstimator | PrivateMetricFrame):
         for value in vars(obj).values():
             found += _kept_seeds(value, seen)
+    if isinstance(obj, list | tuple | dict):
+        for value in obj.values() if isinstance(obj, dict) else obj:
+            found += _kept_seeds(value, seen)
     return [s for s in found if isinstance(s, int | np.integer)]
 
 
@@ -132,3 +135,21 @@ def test_private_search_refuses_a_step_that_protects_less_than_rows(estimator, s
             PrivateSearchCV(estimator, space, epsilon=1.0, random_state=0).fit(
                 X, y, sensitive_features=s
             )
+
+
+@pytest.mark.parametrize("meta", ["dpto", "cgoo"])
+def test_an_unseeded_meta_estimator_keeps_no_seed_of_its_oracles(meta, noise_seeds):
+    from skfairdp import CGOOReduction, DPSGDClassifier
+    from skfairdp.postprocessing import DPThresholdOptimizer
+
+    X, y, s = _data()
+    est = (
+        DPThresholdOptimizer(DPSGDClassifier(max_epochs=2), epsilon=1.0)
+        if meta == "dpto"
+        else CGOOReduction(epsilon=1.0, max_iter=2)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y, sensitive_features=s)
+    kept = _kept_seeds(est)
+    assert noise_seeds and not set(kept) & set(noise_seeds), (kept, noise_seeds)

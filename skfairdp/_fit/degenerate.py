@@ -29,6 +29,8 @@ def warn_if_degenerate(estimator, X, y) -> None:
     y = np.asarray(y)
     if y.ndim != 1 or len(y) == 0 or not hasattr(estimator, "module_"):
         return
+    if getattr(estimator, "fallback_class_", None) is not None:
+        return  # the constant on purpose: fallback_to_constant warned already
     if _is_regressor(estimator):
         _warn_if_worse_than_mean(estimator, X, y)
         return

@@ -203,11 +203,12 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
     _parameter_constraints = {
         # DP-FERMI's parameters (objective, priors, W, privacy target, training), as it
         # validates them (less penalty_clip: a silo's local step clips loss + lambda psi
-        # jointly); then the federation's own
+        # jointly; less fallback_to_constant: its check would be one more federated release)
+        # then the federation's own
         **{
             name: rule
             for name, rule in DPFermiClassifier._parameter_constraints.items()
-            if name != "penalty_clip"
+            if name not in ("penalty_clip", "fallback_to_constant")
         },
         "n_silos": [Interval(Integral, 1, None, closed="left")],
         "heterogeneity": [Interval(Real, 0, 1, closed="both")],

@@ -20,6 +20,7 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._fit.base import POSITIVE, NoisePlan, PrivateClassifierBase, parameter_constraints
+from .._fit.constant_check import ConstantFallbackMixin
 from .._fit.schedules import DPFERMI
 from ..engine.iterates import TailAverage
 from ..fairness.routing import routing_hint
@@ -42,7 +43,7 @@ from .problem import (
 )
 
 
-class DPFermiClassifier(PrivateClassifierBase):
+class DPFermiClassifier(ConstantFallbackMixin, PrivateClassifierBase):
     """Differentially private fair classifier by DP-FERMI.
 
     Minimises cross-entropy plus ``fairness_weight`` times the exponential Rényi
@@ -136,6 +137,14 @@ class DPFermiClassifier(PrivateClassifierBase):
         group's penalty alike. Each is one release of sensitivity ``C`` per step: same
         noise, same ``privacy_spent_``. See :doc:`/dpfermi` ("A large lambda on a small
         group").
+    fallback_to_constant : bool, default=True
+        After training, release the model's (true label, predicted class) counts on
+        the training rows once (5 % of the budget's zCDP rho, accounted; exact and free
+        under ``privacy_unit="sensitive"``) and return the constant class of smallest
+        noisy error instead of the model unless the model's noisy error beats it by
+        0.5 sd of their difference (:mod:`skfairdp._fit.constant_check`): a constant
+        meets every group-parity bound and needs no data. Warns when it falls back.
+        Not with ``calibration="paper"`` (the paper's algorithm).
     dual_rates : {"hard", "soft"}, default="hard"
         What W's ascent sees: the one-hot hard predictions (the rates users are
         judged on; the model's step stays on probabilities) or the paper's soft
@@ -224,6 +233,11 @@ class DPFermiClassifier(PrivateClassifierBase):
         spent so far, ``steps``, ``dur``. Loss and psi are computed on raw
         training batches and are NOT covered by the privacy guarantee.
     n_steps_ : int
+    constant_check_ : ConstantCheck or None
+        ``fallback_to_constant``'s released counts and conclusion; ``None`` when it
+        did not run.
+    fallback_class_ : class label or None
+        The constant ``predict`` returns when the check fell back; ``None`` otherwise.
 
     Examples
     --------
@@ -233,7 +247,7 @@ class DPFermiClassifier(PrivateClassifierBase):
     >>> s = rng.integers(0, 2, size=400)  # the sensitive attribute
     >>> y = (X[:, 0] + s + rng.normal(size=400) > 0.5).astype(int)
     >>> from skfairdp import DPFermiClassifier
-    >>> clf = DPFermiClassifier(fairness_weight=2.0, epsilon=1.0, max_epochs=3, random_state=0)
+    >>> clf = DPFermiClassifier(fairness_weight=2.0, epsilon=1.0, max_epochs=10, random_state=0)
     >>> clf.fit(X, y, sensitive_features=s).predict(X[:5]).shape
     (5,)
     >>> round(clf.privacy_spent_.epsilon, 2)
@@ -260,6 +274,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             "lr_dual": [StrOptions({"auto"}), POSITIVE],
             "dual_rates": [StrOptions({"hard", "soft"})],
             "penalty_clip": [StrOptions(set(PENALTY_CLIPS))],
+            "fallback_to_constant": ["boolean"],
         },
         also_accept={
             "batch_size": [StrOptions({"auto"})],
@@ -276,7 +291,7 @@ class DPFermiClassifier(PrivateClassifierBase):
         self, fairness="demographic_parity", fairness_weight=1.0, *, epsilon=1.0, delta="auto",
         max_grad_norm="auto", max_sample_weight=1.0, noise_multiplier=None, dual_bound="auto",
         rho="auto", group_priors=None, lr_dual="auto", dual_rates="hard",
-        penalty_clip="balanced", privacy_unit="record",
+        penalty_clip="balanced", fallback_to_constant=True, privacy_unit="record",
         iterate="average", calibration="accountant", accountant="auto", sensitive_values=None,
         lr=0.1, batch_size="auto", max_epochs="auto", module=None, hidden_layer_sizes=(),
         optimizer=torch.optim.SGD, callbacks=None, random_state=None, secure_mode=False,
@@ -335,10 +350,13 @@ class DPFermiClassifier(PrivateClassifierBase):
         )  # fmt: skip
         return release.event
 
+    def _post_training_event(self, ctx):
+        return self._constant_check_event(ctx)
+
     def _outside_steps_note(self) -> str:
         return (
             f"the one-off group histogram ({GROUP_PRIOR_BUDGET_SHARE:.0%} of epsilon; public "
-            "group_priors=... remove it)"
+            "group_priors=... remove it) and fallback_to_constant's check"
         )
 
     def _split_joint(self, joint):
@@ -453,6 +471,7 @@ class DPFermiClassifier(PrivateClassifierBase):
             problem.average.load()
         self.W_ = problem.W.cpu().numpy()
         self.dual_noise_multiplier_ = plan.dual_multiplier
+        self._check_constant(ctx)
 
     def _accountant_options(self) -> dict:
         return {"accountant": self.accountant, "privacy_unit": self.privacy_unit}

@@ -24,7 +24,6 @@ __all__ = [
     "check_space",
     "configured",
     "draw_params",
-    "forget_run_seeds",
     "planning_candidates",
     "seed_run",
 ]
@@ -118,33 +117,3 @@ def seed_run(estimator, random: RandomSource) -> BaseEstimator:
             keep_secure = leaf == "secure_mode" and value is True
             update[name] = True if keep_secure else child[leaf]
     return estimator.set_params(**update)
-
-
-def forget_run_seeds(estimator, random: RandomSource) -> BaseEstimator:
-    """After a run's fit: its derived seeds back to ``None`` unless the user seeded the search.
-
-    A seed drawn from an unseeded search would regenerate the run's noise for anyone
-    holding the fitted model (``best_estimator_``), and with it the exact statistics.
-    Every ``random_state`` parameter, and those of fitted sub-estimators, are cleared.
-    """
-    if random.user_seeded:
-        return estimator
-    seen = set()
-
-    def clear(est):
-        if id(est) in seen:
-            return
-        seen.add(id(est))
-        if "random_state" in est.get_params(deep=False):
-            est.set_params(random_state=None)
-        for value in list(est.get_params(deep=False).values()) + list(vars(est).values()):
-            if isinstance(value, BaseEstimator):
-                clear(value)
-            elif isinstance(value, list | tuple):
-                for item in value:
-                    step = item[1] if isinstance(item, tuple) and len(item) > 1 else item
-                    if isinstance(step, BaseEstimator):
-                        clear(step)
-
-    clear(estimator)
-    return estimator

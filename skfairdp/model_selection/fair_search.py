@@ -69,7 +69,6 @@ from .candidates import (
     check_space,
     configured,
     draw_params,
-    forget_run_seeds,
     planning_candidates,
     seed_run,
 )
@@ -469,7 +468,6 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         model = configured(FairCandidate(fairness=self.fairness), params, budget.epsilon, delta)
         model = seed_run(model.set_params(secure_mode=self.secure_mode), random)
         model.fit(X_tr, y_tr, sensitive_features=raw_tr)
-        forget_run_seeds(model, random)
         run = EventRecorder()
         run.record(spent_event(model))
         if not dominates(budget.fit_event, run.build()):

@@ -76,7 +76,6 @@ from .candidates import (
     check_space,
     configured,
     draw_params,
-    forget_run_seeds,
     planning_candidates,
     seed_run,
 )
@@ -393,7 +392,6 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         est = seed_run(configured(self.estimator, params, budget.epsilon, delta), random)
         require_record_unit(est)
         est.fit(X_train, y_train, **routed_train)
-        forget_run_seeds(est, random)
         run = EventRecorder()
         run.record(spent_event(est))
         if not dominates(budget.fit_event, run.build()):

@@ -111,10 +111,14 @@ class RandomSource:
 
         ``estimator.set_params(**source.spawn().estimator_params())`` gives an oracle a
         stream determined by (and independent like) the child: seeded from the child's
-        seed, or ``secure_mode=True`` when the source is secure.
+        seed, or ``secure_mode=True`` when the source is secure. From a source the
+        user did not seed, ``random_state=None``: the oracle draws fresh entropy, and
+        no fitted object keeps a seed from which its noise could be regenerated.
         """
         if self.secure_mode:
             return {"random_state": None, "secure_mode": True}
+        if not self.user_seeded:  # a derived seed kept in a fitted oracle would regenerate
+            return {"random_state": None, "secure_mode": False}  # its noise: fresh entropy
         return {"random_state": self.seed, "secure_mode": False}
 
     def torch_seed(self) -> int:

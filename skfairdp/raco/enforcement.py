@@ -62,6 +62,7 @@ from scipy.stats import qmc
 
 from .._fit.base import row_chunks
 from .._fit.budget import reserved_zcdp_noise_multiplier
+from .._fit.constant_check import beats_constant_margin
 from .._fit.context import FitContext
 from ..engine.iterates import flat_parameters
 from ..fairness.rates import RateProgram
@@ -230,18 +231,15 @@ def mixing_weight(
 
     best = (math.inf, 0.0, None)
     constant_values = program.coefficients.sum(axis=1)  # (J, K): a constant's rate is 1 per set
-    predicted = np.tile(np.arange(n_classes), (len(H), 1))
     for c in range(n_classes):
         const = constant_values[:, c]
         if np.any(const > bounds + 1e-12):
             continue
         p = _smallest_mix(upper, const, bounds, coin_loadings(program, rates, n, c))
         constant_error = float(np.clip(1.0 - label_share[c], 0.0, 1.0))
-        # the model's noisy error minus the constant's is a sum of counts with
-        # coefficients [k != label] - [label != c]; the model is kept only where it
-        # beats the constant by z of that difference's sds (the constant needs no data)
-        loadings = (predicted != labels[:, None]).astype(float) - (labels != c)[:, None]
-        margin = z * std * float(np.sqrt(np.square(loadings).sum())) / total
+        # the model is kept only where its noisy error beats the constant's by z sds of
+        # their difference (a sum of the counts; the constant needs no data)
+        margin = beats_constant_margin(H, labels, c, std, z)
         if constant_error <= error + margin:  # the mix's error falls to the constant's
             p = 1.0
         mixed_error = (1 - p) * error + p * constant_error
