@@ -147,7 +147,11 @@ def test_huge_fairness_weight_warns_of_a_model_worse_than_the_majority_rate():
         # lr_dual=0.025: W ascends; the best-response W of lr_dual="auto" balances the
         # penalty on this data, and the test is about the warning, not about W
         DPFermiClassifier(
-            fairness_weight=1e4, epsilon=np.inf, max_epochs=5, lr_dual=0.025, random_state=0,
+            fairness_weight=1e4,
+            epsilon=np.inf,
+            max_epochs=5,
+            lr_dual=0.025,
+            random_state=0,
             fallback_to_constant=False,  # the model as trained, not the check's constant
         ).fit(X, y, sensitive_features=s)
     # no unnoised statistic of the training data in a line that may reach logs

@@ -286,7 +286,9 @@ def test_fairness_aware_selection_picks_the_fair_threshold():
     fair = y + 0.6 * rng.normal(size=n)  # less accurate, group-independent
     X = np.column_stack([proxy - 0.9, fair - 0.5])
     space = {"column": [0, 1]}
-    kw = dict(epsilon=4.0, n_candidates_mean=8, random_state=0, fairness="demographic_parity")
+    # Poisson runs of mean 16: both columns are drawn but with probability exp(-8)
+    kw = dict(epsilon=4.0, n_candidates_mean=16, distribution="poisson", random_state=0,
+              fairness="demographic_parity")  # fmt: skip
     fair_search = PrivateSearchCV(ToyPrivateClassifier(), space, max_violation=0.05, **kw)
     fair_search.fit(X, y, sensitive_features=s)
     assert fair_search.best_params_ == {"column": 1}
@@ -311,8 +313,9 @@ def test_only_released_values_are_kept(data):
     assert fitted == {
         "best_estimator_", "best_params_", "best_score_", "best_violation_", "cv_results_",
         "classes_", "delta_", "dp_event_", "exact_cover_", "inner_epsilon_", "n_features_in_",
-        "privacy_spent_", "score_noise_multiplier_", "validation_frame_",
-    }  # fmt: skip  # nothing about K or the other runs
+        "privacy_spent_", "score_noise_multiplier_", "validation_frame_", "n_train_",
+        "n_validation_",
+    }  # fmt: skip  # nothing about K or the other runs (the parts' sizes: coins and n)
     np.testing.assert_array_equal(search.predict(X), search.best_estimator_.predict(X))
     assert is_classifier(search)  # tags follow the estimator (stratified CV around it)
 
@@ -345,26 +348,28 @@ def _source_after_split(seed, n):
 # ---------------------------------------------------------------------------
 def test_routing_of_sensitive_features(data):
     X, y, s = data
-    n_train = len(X) - math.ceil(0.2 * len(X))
     with sklearn.config_context(enable_metadata_routing=True):
         pipe = make_pipeline(DPStandardScaler(bounds=(-5, 5)), ToyPrivateClassifier())
         search = PrivateSearchCV(
             pipe, {"toyprivateclassifier__threshold": [0.0, 1.0]},
             fairness="demographic_parity", random_state=0,
         ).fit(X, y, sensitive_features=s)  # fmt: skip
+        n_train = search.n_train_  # the split's coins drew it: Binomial(n, 0.8)
+        assert abs(n_train - 0.8 * len(X)) < 6 * math.sqrt(0.16 * len(X))
         received = search.best_estimator_[-1].received_
         assert received is not None and len(received) == n_train
         # the rows it got are the training rows' groups (a subset of s, in order)
         assert search.best_estimator_[-1].n_fit_ == n_train
     # without routing: passed to an estimator whose fit accepts them
     plain = PrivateSearchCV(ToyPrivateClassifier(), {"threshold": [0.0]}, random_state=0)
-    assert len(plain.fit(X, y, sensitive_features=s).best_estimator_.received_) == n_train
+    plain.fit(X, y, sensitive_features=s)
+    assert len(plain.best_estimator_.received_) == plain.n_train_
     # ... and not to one whose fit does not (DPSGD's fit takes them; a pipeline step__ does)
     piped = PrivateSearchCV(
         make_pipeline(DPStandardScaler(bounds=(-5, 5)), ToyPrivateClassifier()),
         {"toyprivateclassifier__threshold": [0.0]}, random_state=0,
     ).fit(X, y, sensitive_features=s)  # fmt: skip
-    assert len(piped.best_estimator_[-1].received_) == n_train
+    assert len(piped.best_estimator_[-1].received_) == piped.n_train_
 
 
 # ---------------------------------------------------------------------------

@@ -153,3 +153,20 @@ def test_an_unseeded_meta_estimator_keeps_no_seed_of_its_oracles(meta, noise_see
         est.fit(X, y, sensitive_features=s)
     kept = _kept_seeds(est)
     assert noise_seeds and not set(kept) & set(noise_seeds), (kept, noise_seeds)
+
+
+def test_the_split_assigns_each_row_on_its_own_coin():
+    """Adding a row changes one part by that row: the other rows keep their parts."""
+    from skfairdp.model_selection.inputs import independent_split
+    from skfairdp.privacy import RandomSource
+
+    n, shares = 5000, [0.2, 0.2]
+    parts = independent_split(RandomSource(4), n, shares)
+    assert sorted(np.concatenate(parts).tolist()) == list(range(n))  # a partition
+    for part, share in zip(parts, [*shares, 0.6]):
+        assert abs(len(part) - share * n) < 6 * np.sqrt(share * (1 - share) * n)
+    # the same coins for n rows and for n + 1 (one row appended): the first n rows keep
+    # their parts, which a split of fixed sizes from n could not guarantee
+    more = independent_split(RandomSource(4), n + 1, shares)
+    for a, b in zip(parts, more):
+        assert np.array_equal(a, b[b < n])

@@ -7,7 +7,8 @@ a fairness violation, and certifies the choice on rows the selection never saw.
 The whole thing is one mechanism inside one ``(epsilon, delta)``:
 
 1. the rows are split once, at random and independently of their values, into
-   training, validation and certification parts;
+   training, validation and certification parts, each row on its own coin
+   (:func:`.inputs.independent_split`);
 2. Papernot & Steinke's repeat-and-select (as in :class:`PrivateSearchCV`): ``K``
    runs, ``K`` drawn independently of the data and never released; each run draws
    a candidate (a family and its knob, :func:`~.families.default_space`), fits it
@@ -75,7 +76,7 @@ from .candidates import (
 from .certificate import certify
 from .distributions import DISTRIBUTIONS, draw_n_runs, run_distribution_shape
 from .families import FAMILIES, FairCandidate, MajorityClass, default_space
-from .inputs import check_search_input, validation_rows
+from .inputs import check_search_input, held_out_split
 from .resolution import STRATEGIES, best_case_upper, self_bounded_space
 from .statistics import confusion_cells, noisy_statistics
 from .tiers import (
@@ -186,6 +187,8 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         The certification release (any confusion-matrix metric by group, free).
     inner_epsilon_ : float
         Each run's fit budget (with ``delta_``) in the branch that ran.
+    n_train_, n_validation_, n_certification_ : int
+        The parts' sizes the split's coins drew (each row on its own coin).
     strategy_ : {"search", "self_bounded"}
         The space the runs drew from (``"self_bounded"``: the validation part could not
         resolve the bound, see ``strategy``).
@@ -349,31 +352,26 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
         raw_groups = np.asarray(sensitive_features)
         n = len(y)
-        n_val = validation_rows(self.validation_size, n)
-        n_cert = validation_rows(self.certification_size, n, "certification_size")
-        n_train = n - n_val - n_cert
-        if n_train < MIN_TRAIN_ROWS:
-            raise ValueError(
-                f"validation_size and certification_size leave {n_train} training rows of "
-                f"{n}; at least {MIN_TRAIN_ROWS} are needed"
-            )
+        # one random split, row by row (independent_split): the runs are planned on the
+        # realised training part
+        random = RandomSource(self.random_state, secure_mode=self.secure_mode)
+        sizes = {"validation_size": self.validation_size}
+        sizes["certification_size"] = self.certification_size
+        val_idx, cert_idx, train_idx = held_out_split(random, n, sizes, MIN_TRAIN_ROWS)
+        n_cert, n_val = len(cert_idx), len(val_idx)
+        self.n_train_, self.n_validation_, self.n_certification_ = len(train_idx), n_val, n_cert
         delta = resolve_delta(self.delta, n)
-        z, budget = self._plan(spaces, n_train, delta)
+        z, budget = self._plan(spaces, len(train_idx), delta)
         self.inner_epsilon_, self.delta_, self.score_noise_multiplier_ = budget.epsilon, delta, z
         restricted = None
         if self.strategy == "auto":
             restricted = self_bounded_space(spaces, self.max_violation)
 
-        random = RandomSource(self.random_state, secure_mode=self.secure_mode)
-        order = random.permutation(n)
-        parts = np.split(order, [n_cert, n_cert + n_val])
-        cert_idx, val_idx, train_idx = (np.sort(part) for part in parts)
-
         def rows(idx):
             return _safe_indexing(X, idx), y[idx], groups[idx], _safe_indexing(raw_groups, idx)
 
         train, validation = rows(train_idx), rows(val_idx)
-        seen = order[n_cert:]
+        seen = np.concatenate([val_idx, train_idx])  # the rows the runs may read
         counts = self._group_label_counts(y[seen], groups[seen], encoder.n_groups_, z, random)
         self.group_label_counts_ = counts
         self.majority_label_ = self.classes_[int(np.argmax(counts.sum(axis=0)))]

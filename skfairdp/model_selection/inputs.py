@@ -13,7 +13,13 @@ from ..data.source import reject_source
 from ..fairness import encode_sensitive_features
 from ..fairness.routing import routing_hint
 
-__all__ = ["check_search_input", "validation_rows"]
+__all__ = [
+    "check_search_input",
+    "held_out_split",
+    "independent_split",
+    "part_share",
+    "validation_rows",
+]
 
 
 def check_search_input(X, y, sensitive_features, fairness: str | None) -> tuple:
@@ -54,3 +60,45 @@ def validation_rows(
     if not 1 <= n_val < n_samples - 1:
         raise ValueError(f"{name}={validation_size!r} leaves no training rows")
     return n_val
+
+
+def part_share(size: float | int, n_samples: int) -> float:
+    """The probability with which a row joins a held-out part of ``size`` (a share, or a
+    number of rows out of ``n_samples``, which is public)."""
+    return size / n_samples if isinstance(size, numbers.Integral) else float(size)
+
+
+def independent_split(random, n_samples: int, shares: list[float]) -> list[np.ndarray]:
+    """Row indices of each held-out part (``shares``) and, last, of the training part.
+
+    Every row joins a part on its own coin (``shares[k]``; the rest train), whatever the
+    other rows and the values, so adding or removing one row changes exactly one part by
+    that row: each release on a part is then private under add/remove as accounted. A
+    split of fixed sizes from ``n`` would not be: one more row shifts a neighbour across a
+    part's boundary (a replacement in one part, and in another a row more or less).
+    The parts' sizes are therefore random (binomial); they depend on the coins and ``n``
+    only, and the runs are planned after the split, on the realised training size.
+    """
+    u = random.uniform(n_samples)  # in (0, 1]
+    part = np.searchsorted(np.cumsum(shares), u, side="left")
+    return [np.flatnonzero(part == k) for k in range(len(shares) + 1)]
+
+
+def held_out_split(random, n_samples: int, sizes: dict, min_train: int = 2) -> list[np.ndarray]:
+    """:func:`independent_split` into the held-out parts ``sizes`` (name: share or rows)
+    and, last, the training part; ``ValueError`` when the sizes, or the parts the coins
+    drew, leave a part empty or fewer than ``min_train`` training rows."""
+    expected = n_samples - sum(validation_rows(v, n_samples, k) for k, v in sizes.items())
+    if expected < min_train:
+        raise ValueError(
+            f"{' and '.join(sizes)} leave {expected} training rows of {n_samples}; at least "
+            f"{min_train} are needed"
+        )
+    shares = [part_share(size, n_samples) for size in sizes.values()]
+    parts = independent_split(random, n_samples, shares)
+    if min(len(p) for p in parts[:-1]) == 0 or len(parts[-1]) < min_train:
+        raise ValueError(
+            f"the random split of {n_samples} rows drew parts of {[len(p) for p in parts]} "
+            f"rows ({', '.join(sizes)}, training): use more rows or smaller held-out parts"
+        )
+    return parts

@@ -6,7 +6,9 @@ mechanism, the *repeat-and-select* mechanism of Papernot & Steinke (2022,
 "Hyperparameter tuning with Renyi differential privacy", ICLR):
 
 1. the rows are split once, at random and independently of their values, into a
-   training part and a validation part (``validation_size``);
+   training part and a validation part (``validation_size``), each row on its own
+   coin (:func:`.inputs.independent_split`: one row more or less changes one part
+   by that row, as the add/remove accounting needs);
 2. the number of runs ``K`` is drawn from a distribution with mean
    ``n_candidates_mean`` (truncated negative binomial, Poisson, geometric or
    logarithmic), independently of the data, and is never released;
@@ -80,7 +82,7 @@ from .candidates import (
     seed_run,
 )
 from .distributions import DISTRIBUTIONS, draw_n_runs, run_distribution_shape
-from .inputs import check_search_input, validation_rows
+from .inputs import check_search_input, held_out_split, validation_rows
 from .routing import routed_fit_params, training_rows
 from .selected import SelectedModelMixin
 from .statistics import (
@@ -184,6 +186,8 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         None with ``scoring="accuracy"`` alone (one noisy count) or several classes.
     inner_epsilon_ : float
         The epsilon each run's fit was given (with ``delta_``).
+    n_train_, n_validation_ : int
+        The parts' sizes the split's coins drew (each row on its own coin).
     score_noise_multiplier_ : float
     delta_ : float
         The resolved total delta.
@@ -274,10 +278,18 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         shape = run_distribution_shape(self.distribution, self.shape)
         return dp_event.RepeatAndSelectDpEvent(run, float(self.n_candidates_mean), shape)
 
-    def _plan(self, spaces: list[dict], n_samples: int) -> tuple[int, float, float, InnerBudget]:
-        """``(n_val, delta, z_score, inner budget)`` of a search on ``n_samples`` rows."""
+    def _plan(
+        self, spaces: list[dict], n_samples: int, n_train: int | None = None
+    ) -> tuple[int, float, float, InnerBudget]:
+        """``(n_val, delta, z_score, inner budget)`` of a search on ``n_samples`` rows.
+
+        ``n_train``: the realised training part (``fit``); ``None`` plans the expected
+        one, ``n_samples - ceil(validation_size * n_samples)`` (``planned_event``).
+        """
         require_record_unit(self.estimator)
         n_val = validation_rows(self.validation_size, n_samples)
+        if n_train is not None:
+            n_val = n_samples - n_train
         delta = resolve_delta(self.delta, n_samples)
         z = self.score_noise_multiplier
         z = float(auto_score_noise_multiplier(self.epsilon, delta) if z == "auto" else z)
@@ -347,7 +359,11 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
                 f"PrivateSearchCV needs at least 2 classes in y; got 1 class ({self.classes_[0]!r})"
             )
         n = len(y)
-        n_val, delta, z, budget = self._plan(spaces, n)
+        # 1. one random split, independent of the values and row by row
+        random = RandomSource(self.random_state, secure_mode=self.secure_mode)
+        val_idx, train_idx = held_out_split(random, n, {"validation_size": self.validation_size})
+        n_val, delta, z, budget = self._plan(spaces, n, n_train=len(train_idx))
+        self.n_train_, self.n_validation_ = len(train_idx), n_val
         if not budget.exact:
             warnings.warn(
                 "the candidates' fit events differ and none dominates the others: a run is "
@@ -359,10 +375,6 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         self.inner_epsilon_, self.delta_, self.score_noise_multiplier_ = budget.epsilon, delta, z
         self.exact_cover_ = budget.exact
 
-        # 1. one random split, independent of the values
-        random = RandomSource(self.random_state, secure_mode=self.secure_mode)
-        order = random.permutation(n)
-        val_idx, train_idx = np.sort(order[:n_val]), np.sort(order[n_val:])
         routed = routed_fit_params(self, sensitive_features, fit_params)
         train = (_safe_indexing(X, train_idx), y[train_idx], training_rows(routed, train_idx, n))
         validation = (
