@@ -42,6 +42,8 @@ TEST_FILES = [
     "tests/test_interval_upper_end.py",
     "tests/test_discrete_noise.py",
     "tests/test_cdt_noise.py",
+    "tests/test_constant_check.py",
+    "tests/test_search_seeds.py",
 ]
 EXTRA_PATTERNS = ["tests/test_*conformance*.py", "tests/test_*neighbo*.py"]
 REPORT = ROOT / "experiments" / "results" / "mutation_score.md"

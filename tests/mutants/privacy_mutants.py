@@ -7,7 +7,8 @@ statistic used downstream; 3 ``secure_mode=True`` falling back to a seeded gener
 a bug class a peer DP library shipped, issue 35: Opacus #571/#819, diffprivlib #105,
 SmartNoise #622, OpenDP #2345/#2708, jax-privacy #84; 5 an interval that reports
 less uncertainty than the release has, issue 35; 6 private rows left readable on disk,
-issue 35) and ``focus`` (the test file
+issue 35; 7 a fitted object that keeps a seed of its noise, or a split whose parts a
+neighbouring row shifts, issue 34's audit) and ``focus`` (the test file
 expected to catch it, run first). ``tools/mutation_score.py``
 applies each to a copy of the repository and runs the privacy tests. This is data, not a
 test module; add a mutant with every new release.
@@ -552,5 +553,52 @@ MUTANTS = [
         "new": 'tmp = Path(tempfile.mkdtemp(prefix="skfairdp-flower-fit-"))',
         "description": "a Flower fit's directory unknown to the stale sweep (SIGKILL leaves it)",
         "focus": "tests/test_silo_files.py",
+    },
+    # -- issue 34: DP-FERMI's check after training; seeds and splits of the searches ---
+    {
+        "name": "constant-check-unit-weight",
+        "klass": 1,
+        "file": "skfairdp/_fit/constant_check.py",
+        "old": "            sensitivity=ctx.max_weight,\n",
+        "new": "            sensitivity=1.0,\n",
+        "description": "fallback_to_constant's counts noised for weight 1 whatever "
+        "max_sample_weight",
+        "focus": "tests/test_constant_check.py",
+    },
+    {
+        "name": "constant-check-exact",
+        "klass": 2,
+        "file": "skfairdp/_fit/constant_check.py",
+        "old": "        H = noisy.numpy()\n",
+        "new": "        noisy.numpy()\n",
+        "description": "fallback_to_constant records its release but decides on the exact counts",
+        "focus": "tests/test_constant_check.py",
+    },
+    {
+        "name": "frame-keeps-noise-seed",
+        "klass": 7,
+        "file": "skfairdp/evaluation/frame.py",
+        "old": "        self._seed = random.shareable_seed()",
+        "new": "        self._seed = None if secure_mode else random.seed",
+        "description": "an unseeded PrivateMetricFrame keeps its noise's seed for its intervals",
+        "focus": "tests/test_search_seeds.py",
+    },
+    {
+        "name": "oracle-keeps-derived-seed",
+        "klass": 7,
+        "file": "skfairdp/privacy/random.py",
+        "old": "        if not self.user_seeded:  # a derived seed",
+        "new": "        if False:  # a derived seed",
+        "description": "an unseeded meta-estimator gives its oracles seeds of its own stream",
+        "focus": "tests/test_search_seeds.py",
+    },
+    {
+        "name": "split-fixed-sizes",
+        "klass": 7,
+        "file": "skfairdp/model_selection/inputs.py",
+        "old": "    u = random.uniform(n_samples)  # in (0, 1]\n",
+        "new": "    u = (np.argsort(random.uniform(n_samples)) + 0.5) / n_samples\n",
+        "description": "the searches' split of fixed sizes from n (a rank, not a coin per row)",
+        "focus": "tests/test_search_seeds.py",
     },
 ]
