@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from skfairdp import RaCODPClassifier
+from skfairdp._fit import constant_check
 from skfairdp.fairness import Cells, FalseNegativeRate, RateConstraint
 from skfairdp.fairness.metrics import demographic_parity_violation, equalized_odds_violation
 from skfairdp.fairness.rates import DemographicParity, compile_rate_constraints
@@ -270,7 +271,8 @@ def test_the_mix_reads_the_released_counts(monkeypatch):
         recorder.record(dp_accounting.GaussianDpEvent(noise_multiplier))
         return counts.new_tensor(forced["H"]), None
 
-    monkeypatch.setattr(enforcement, "noisy_histogram", release)
+    # the release is the check's shared helper's (skfairdp._fit.constant_check)
+    monkeypatch.setattr(constant_check, "noisy_histogram", release)
     kw = dict(tolerance=0.1, epsilon=4.0, max_epochs=3, random_state=0)
     forced["H"] = fair
     quiet = RaCODPClassifier(**kw).fit(X, y, sensitive_features=s)

@@ -45,6 +45,7 @@ __all__ = [
     "check_noise_multiplier",
     "decide",
     "release_confusion",
+    "release_counts",
 ]
 
 #: the check's share of the budget's zCDP rho, and the sds by which the model's noisy
@@ -137,20 +138,29 @@ def release_confusion(
         for rows, xb in row_chunks(ctx.X, ctx.device):
             pred = module(xb).argmax(dim=1).cpu().numpy()
             H += np.bincount(ctx.y[rows] * k + pred, weights=weight[rows], minlength=k * k)
-    H = H.reshape(k, k)
-    std = 0.0
-    if ctx.private and noise_multiplier > 0:
-        noisy, _ = noisy_histogram(
-            torch.from_numpy(np.ascontiguousarray(H)),
-            ctx.random,
-            noise_multiplier=noise_multiplier,
-            sensitivity=ctx.max_weight,
-            recorder=ctx.recorder,
-        )
-        H = noisy.numpy()
-        std = noise_multiplier * ctx.max_weight
+    H, std = release_counts(H.reshape(k, k), ctx, noise_multiplier)
     # --- post-processing of the released counts ---
     return decide(H, std, noise_multiplier if std else 0.0)
+
+
+def release_counts(H: np.ndarray, ctx: FitContext, noise_multiplier: float):
+    """``(counts, std)``: ``H`` released once with Gaussian noise, recorded in ``ctx``.
+
+    One row adds its weight (at most ``max_sample_weight``) to one cell, or a
+    probability vector of norm at most 1 to one row of cells: L2 sensitivity
+    ``ctx.max_weight``. Without privacy, or with ``noise_multiplier`` 0, the exact
+    counts and std 0. Shared by RaCO-DP's tolerance check and DP-FERMI's.
+    """
+    if not (ctx.private and noise_multiplier > 0):
+        return H, 0.0
+    noisy, _ = noisy_histogram(
+        torch.from_numpy(np.ascontiguousarray(H)),
+        ctx.random,
+        noise_multiplier=noise_multiplier,
+        sensitivity=ctx.max_weight,
+        recorder=ctx.recorder,
+    )
+    return noisy.numpy(), noise_multiplier * ctx.max_weight
 
 
 #: the logit ``predict``'s constant gets (and minus it, the other classes): its

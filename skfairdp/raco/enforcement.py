@@ -62,11 +62,10 @@ from scipy.stats import qmc
 
 from .._fit.base import row_chunks
 from .._fit.budget import reserved_zcdp_noise_multiplier
-from .._fit.constant_check import beats_constant_margin
+from .._fit.constant_check import beats_constant_margin, release_counts
 from .._fit.context import FitContext
 from ..engine.iterates import flat_parameters
 from ..fairness.rates import RateProgram
-from ..privacy import noisy_histogram
 from .solutions import cell_prediction_counts
 
 __all__ = [
@@ -166,17 +165,7 @@ def check_tolerance(
     else:
         counts = cell_prediction_counts(module, iterates, ctx, n_cells)
         H = np.einsum("t,tck->ck", np.asarray(weights, dtype=float), counts)
-    std = 0.0
-    if ctx.private and noise_multiplier > 0:
-        noisy, _ = noisy_histogram(
-            torch.from_numpy(np.ascontiguousarray(H)),
-            ctx.random,
-            noise_multiplier=noise_multiplier,
-            sensitivity=ctx.max_weight,
-            recorder=ctx.recorder,
-        )
-        H = noisy.numpy()
-        std = noise_multiplier * ctx.max_weight
+    H, std = release_counts(H, ctx, noise_multiplier)
     # --- post-processing of the released counts ---
     return mixing_weight(H, program, std, ctx.n_classes, noise_multiplier if std else 0.0)
 

@@ -129,8 +129,9 @@ MUTANTS = [
         "name": "raco-check-exact-counts",
         "klass": 2,
         "file": "skfairdp/raco/enforcement.py",
-        "old": "        H = noisy.numpy()\n",
-        "new": "        noisy.numpy()\n",
+        "old": "    H, std = release_counts(H, ctx, noise_multiplier)\n",
+        "new": "    release_counts(H, ctx, noise_multiplier)\n"
+        "    std = noise_multiplier * ctx.max_weight if ctx.private else 0.0\n",
         "description": "RaCO-DP's enforce_tolerance check: noise drawn and recorded, the exact "
         "training counts used for the mix",
         "focus": "tests/test_raco_enforcement.py",
@@ -559,8 +560,8 @@ MUTANTS = [
         "name": "constant-check-unit-weight",
         "klass": 1,
         "file": "skfairdp/_fit/constant_check.py",
-        "old": "            sensitivity=ctx.max_weight,\n",
-        "new": "            sensitivity=1.0,\n",
+        "old": "        sensitivity=ctx.max_weight,\n",
+        "new": "        sensitivity=1.0,\n",
         "description": "fallback_to_constant's counts noised for weight 1 whatever "
         "max_sample_weight",
         "focus": "tests/test_constant_check.py",
@@ -569,8 +570,9 @@ MUTANTS = [
         "name": "constant-check-exact",
         "klass": 2,
         "file": "skfairdp/_fit/constant_check.py",
-        "old": "        H = noisy.numpy()\n",
-        "new": "        noisy.numpy()\n",
+        "old": "    H, std = release_counts(H.reshape(k, k), ctx, noise_multiplier)\n",
+        "new": "    H = H.reshape(k, k)\n    release_counts(H, ctx, noise_multiplier)\n"
+        "    std = noise_multiplier * ctx.max_weight if ctx.private else 0.0\n",
         "description": "fallback_to_constant records its release but decides on the exact counts",
         "focus": "tests/test_constant_check.py",
     },
