@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from ..privacy import noisy_histogram
+from ..privacy.collective import sum_over_ranks
 from .base import row_chunks
 from .budget import reserved_zcdp_noise_multiplier
 from .context import FitContext
@@ -148,10 +149,13 @@ def release_counts(H: np.ndarray, ctx: FitContext, noise_multiplier: float):
 
     One row adds its weight (at most ``max_sample_weight``) to one cell, or a
     probability vector of norm at most 1 to one row of cells: L2 sensitivity
-    ``ctx.max_weight``. Without privacy, or with ``noise_multiplier`` 0, the exact
-    counts and std 0. Shared by RaCO-DP's tolerance check and DP-FERMI's.
+    ``ctx.max_weight``. Without privacy, or with ``noise_multiplier`` 0 (counts that
+    are public), the exact counts and std 0. In a data-parallel fit either is summed
+    over the ranks, so that every rank decides alike. Shared by RaCO-DP's tolerance
+    check and DP-FERMI's.
     """
     if not (ctx.private and noise_multiplier > 0):
+        (H,) = sum_over_ranks(H)  # every rank's rows (the identity in one process)
         return H, 0.0
     noisy, _ = noisy_histogram(
         torch.from_numpy(np.ascontiguousarray(H)),
