@@ -562,3 +562,14 @@ def test_search_intervals_cover_in_a_seeded_simulation(monkeypatch):
     for name, hits in covered.items():
         assert hits >= 169, (name, hits)
     assert ignored_noise < 170, ignored_noise  # the noise matters at this size (seen: 123)
+
+
+def test_a_step_that_reads_rows_without_noise_gets_a_clear_error(data):
+    """A scikit-learn scaler in the pipeline: named, instead of an inner epsilon of 0."""
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, _ = data
+    pipe = make_pipeline(StandardScaler(), ToyPrivateClassifier())
+    search = PrivateSearchCV(pipe, {"toyprivateclassifier__threshold": [0.0, 1.0]}, epsilon=1.0)
+    with pytest.raises(ValueError, match=r"(?s)without noise.*standardscaler: StandardScaler"):
+        search.fit(X, y)

@@ -18,6 +18,7 @@ import dp_accounting
 
 from .._fit.budget import reserved_noise_multiplier
 from ..privacy.planning import planned_fit_event
+from ..privacy.spent import unplanned_steps
 from .accounting import cover, rdp_spent
 from .candidates import configured
 
@@ -78,6 +79,18 @@ def calibrate_inner_budget(
             planned_fit_event(configured(estimator, params, eps_in, delta), n_train)
             for params in params_list
         ]
+
+    reading = {
+        step: None
+        for params in candidates
+        for step in unplanned_steps(configured(estimator, params, epsilon, delta), n_train)
+    }
+    if reading:  # no inner budget could cover them: say which, not "epsilon=0.0"
+        listed = "\n".join(f"  - {step}" for step in reading)
+        raise ValueError(
+            f"no inner budget can make the runs private: {len(reading)} step(s) of the "
+            f"estimator read the training rows without noise:\n{listed}"
+        )
 
     def cost(fit_cover):
         return rdp_spent(search_event(fit_cover), delta).epsilon

@@ -47,7 +47,13 @@ from .events import compose
 from .planning import planned_delta, planned_fit_event
 from .row_blind import reads_no_rows, row_reading_hint
 
-__all__ = ["UnaccountedStepWarning", "spent", "spent_event", "unaccounted_steps"]
+__all__ = [
+    "UnaccountedStepWarning",
+    "spent",
+    "spent_event",
+    "unaccounted_steps",
+    "unplanned_steps",
+]
 
 # The unit of a release that read only X and y (a scikit-learn step, a skfairdp
 # preprocessing step): priced as "record", free under "sensitive" (X, y public).
@@ -156,6 +162,12 @@ def unaccounted_steps(obj, *, X=None, y=None, groups=None) -> list[str]:
         would make it free or accounted. Empty when the cost is finite.
     """
     return _unaccounted(_composed(obj, X, y, groups)[1])
+
+
+def unplanned_steps(estimator, n_samples: int) -> list[str]:
+    """The steps of an unfitted ``estimator`` whose fit on ``n_samples`` rows would read them
+    without noise (as :func:`unaccounted_steps`, from the planned events; no fit runs)."""
+    return _unaccounted(list(_planned(estimator, int(n_samples), "", "")))
 
 
 def _unaccounted(releases: list[_Release]) -> list[str]:
