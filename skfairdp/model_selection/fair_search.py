@@ -66,13 +66,7 @@ from ..privacy.events import compose
 from ..privacy.spent import spent_event
 from .accounting import ACCOUNTANT_OPTIONS, choice_cover, dominates, rdp_spent
 from .calibration import NoInnerBudget, auto_score_noise_multiplier, calibrate_inner_budget
-from .candidates import (
-    check_space,
-    configured,
-    draw_params,
-    planning_candidates,
-    seed_run,
-)
+from .candidates import check_space, configured, draw_params, planning_candidates, seed_run
 from .certificate import certify
 from .distributions import DISTRIBUTIONS, draw_n_runs, run_distribution_shape
 from .families import FAMILIES, FairCandidate, MajorityClass, default_space

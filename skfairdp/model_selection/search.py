@@ -74,13 +74,7 @@ from .calibration import (
     auto_score_noise_multiplier,
     calibrate_inner_budget,
 )
-from .candidates import (
-    check_space,
-    configured,
-    draw_params,
-    planning_candidates,
-    seed_run,
-)
+from .candidates import check_space, configured, draw_params, planning_candidates, seed_run
 from .distributions import DISTRIBUTIONS, draw_n_runs, run_distribution_shape
 from .inputs import check_search_input, held_out_split, validation_rows
 from .routing import routed_fit_params, training_rows
