@@ -32,11 +32,11 @@ import warnings
 from pathlib import Path
 
 import dp_accounting
+import model_class_resolution as resolution
 import numpy as np
 from dp_accounting.pld import pld_privacy_accountant
 from sklearn.linear_model import LogisticRegression
 
-import model_class_resolution as resolution
 from skfairdp.benchmarks import pipelines
 
 OUT = Path(__file__).parent / "results" / "model_class_statistics.csv"
@@ -98,9 +98,10 @@ def fine_cells(X_train, X_test):
         cells.append((k, index(X_train), index(X_test), True))
     for column, levels in pipelines._adult()[3].items():
         code = {value: i for i, value in enumerate(levels)}
+        unknown = len(levels)
 
-        def index(X, code=code, column=column, k=len(levels)):
-            return np.array([code.get(value, k) for value in X[column]])
+        def index(X, code=code, column=column, unknown=unknown):
+            return np.array([code.get(value, unknown) for value in X[column]])
 
         cells.append((len(levels) + 1, index(X_train), index(X_test), False))
     return cells
