@@ -254,6 +254,67 @@ def test_only_rank_zero_adds_noise_and_one_all_reduce_sums_the_ranks():
     assert collective.calls == 1
 
 
+class _GridRank1:
+    """Rank 0's collective when rank 1 holds ``other``: the backend adds rank 1's grid release
+    (no noise) in the dtype it is handed, as gloo adds float32 tensors."""
+
+    rank, world_size = 0, 2
+
+    def __init__(self, other, release):
+        self.other, self.release, self.dtypes = other, release, set()
+
+    def all_reduce(self, tensors):
+        self.dtypes.update(t.dtype for t in tensors)
+        theirs = [self.release(torch.full_like(t, self.other), add_noise=False) for t in tensors]
+        return [t + o for t, o in zip(tensors, theirs)]
+
+    def broadcast(self, tensor):
+        return tensor
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "laplace"])
+def test_secure_grid_releases_stay_exact_over_the_ranks(kind):
+    """A secure-mode histogram summed over ranks is a function of the noisy integer alone.
+
+    The ranks' grid values are summed in float64 (exact), whatever the counts' dtype. In
+    float32, rank 0's noisy grid value plus rank 1's exact one rounds half to even: for the
+    Gaussian grid here, when rank 1's snapped sum is odd the release's last mantissa bit
+    is always 0 (1 in about a quarter of the cells otherwise), a test that tells the
+    neighbours apart; summed in float64, the bit is 1 as often with that sum as without.
+    """
+    from skfairdp.privacy import grid
+
+    d, multiplier = 8, 1.0
+    if kind == "gaussian":
+        g = grid.gaussian_grid(1.0, multiplier, d)[0]
+        noise = {"noise_multiplier": multiplier}
+
+        def release(t, add_noise):
+            return grid.gaussian_release(t, 1.0, multiplier, add_noise=add_noise)
+    else:
+        g = grid.laplace_grid(1.0, multiplier, d)[0]
+        noise = {"laplace_scale": multiplier}
+
+        def release(t, add_noise):
+            return grid.laplace_release(t, 1.0, multiplier, add_noise=add_noise)
+
+    assert 300.0 > 2**24 * g  # rank 0's sums are past float32's exact grid
+    odd_sum = 100.0 + g  # rank 1's snapped sum 100 / g + 1: odd
+    assert round(odd_sum / g) % 2 == 1
+    counts = torch.full((d,), 300.123456, dtype=torch.float32)
+    random = RandomSource(secure_mode=True)
+    bits = []
+    for _ in range(250):
+        collective = _GridRank1(odd_sum, release)
+        with summed_over(collective):
+            noisy, _ = noisy_histogram(counts, random, **noise)
+        assert noisy.dtype == torch.float32 and collective.dtypes == {torch.float64}
+        bits.append(noisy.numpy().view(np.int32) & 1)
+    if kind == "gaussian":
+        # 2,000 cells at a rate near 0.25 (sd 0.01): below 0.15 by chance about never
+        assert np.mean(bits) > 0.15
+
+
 def test_sum_over_ranks_is_the_identity_in_one_process():
     values = (torch.ones(2), None, np.arange(3.0))
     assert all(a is b for a, b in zip(sum_over_ranks(*values), values))

@@ -154,6 +154,87 @@ def test_batchnorm_is_rejected(norm):
     check_per_sample_compatible(nn.Sequential(nn.Linear(5, 4), nn.GroupNorm(2, 4)))
 
 
+class _SubRows(nn.Module):
+    """DeepSets-style: one Linear scores each of a sample's 4 sub-rows (the batch reshaped
+    to (4 B, 3) before it), summed per sample: a Linear layer that does not see samples."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.fc(x.reshape(-1, 3)).reshape(len(x), 4, 3).sum(1)
+
+
+class _Centred(nn.Module):
+    """A parameterless layer that mixes samples: ``h - h.mean(0)``."""
+
+    def __init__(self, n_features=3, n_outputs=3):
+        super().__init__()
+        self.first, self.last = nn.Linear(n_features, 4), nn.Linear(4, n_outputs)
+
+    def forward(self, x):
+        h = self.first(x)
+        return self.last(torch.tanh(h - h.mean(0, keepdim=True)))
+
+
+def _remove_one_sensitivity(module, strategy, X, C):
+    """Largest change of the clipped sum when one sample is removed (brute force)."""
+    _, y, c = _batch(n=len(X))
+    grads_of = PerSampleGradients(module, strategy)
+    full = clipped_sum(grads_of(X, _objectives, y, c)[0][0], C)[0]
+    worst = 0.0
+    for i in range(len(X)):
+        keep = torch.tensor([j for j in range(len(X)) if j != i])
+        without = clipped_sum(grads_of(X[keep], _objectives, y[keep], c[keep])[0][0], C)[0]
+        worst = max(worst, float(torch.linalg.vector_norm(full - without)))
+    return worst, grads_of.strategy
+
+
+def test_a_linear_layer_on_reshaped_rows_is_clipped_per_sample():
+    # "auto" picks the factored path (one Linear), which would clip each of a sample's 4
+    # sub-rows at C: one sample would move the sum by up to 4 C
+    torch.manual_seed(0)
+    X = torch.randn(6, 12) * 50
+    worst, strategy = _remove_one_sensitivity(_SubRows(), "auto", X, 1.0)
+    assert strategy == "vmap" and worst <= 1.0 + 1e-4
+    with pytest.raises(ValueError, match="one row per sample"):
+        _remove_one_sensitivity(_SubRows(), "linear", X, 1.0)
+
+
+@pytest.mark.parametrize("strategy", ["auto", "vmap"])
+def test_a_module_that_mixes_samples_is_rejected(strategy):
+    from skfairdp import DPSGDClassifier
+
+    X, y, c = _batch(n=6)
+    with pytest.raises(ValueError, match="depends on the other samples"):
+        PerSampleGradients(_Centred(), strategy)(X[:, :3], _objectives, y, c)
+    Xn = np.random.default_rng(0).normal(size=(40, 3)).astype(np.float32)
+    yn = np.arange(40) % 3
+    with pytest.raises(ValueError, match="depends on the other samples"):
+        DPSGDClassifier(module=_Centred, max_epochs=1).fit(Xn, yn)
+
+
+def test_a_tiny_output_gradient_beside_a_huge_input_keeps_its_norm():
+    # float32 squares 2e-23 to 0: the row's norm |b| |(a, 1)| (about 2e-4) must not read
+    # as 0, or its clip factor is 1 and the row passes unclipped at a small C
+    from skfairdp.engine.per_sample import FactoredLinearGradients
+
+    layer = nn.Linear(4, 2)
+    a = torch.tensor([[1.0e19, 1.0e18, 0.0, 0.0], [1.0, 2.0, 3.0, 4.0]])
+    b = torch.tensor([[2.0e-23, 0.0], [0.1, -0.1]])
+    factors = [(layer.weight, layer.bias, a, b)]
+    grads = FactoredLinearGradients([layer.weight, layer.bias], factors, 2)
+    true = grads._raw_dense().double().norm(dim=1)
+    torch.testing.assert_close(grads.norms(), true, rtol=1e-5, atol=0.0)
+    alone = FactoredLinearGradients(
+        [layer.weight, layer.bias], [(layer.weight, layer.bias, a[1:], b[1:])], 1
+    )
+    for C in (1e-6, 1e-4):
+        moved = clipped_sum(grads, C)[0] - clipped_sum(alone, C)[0]
+        assert float(torch.linalg.vector_norm(moved.double())) <= C * (1 + 1e-4)
+
+
 def test_linear_strategy_close_removes_hooks():
     module = _mlp()
     grads_of = PerSampleGradients(module, "linear")
@@ -508,7 +589,9 @@ def test_release_hook_sees_the_step_outputs_and_its_batch_reaches_the_objective(
     assert len(problem.seen) == 3 and problem.seen[1].shape == (0, 3)
     torch.testing.assert_close(problem.seen[0], reference(X[:8]).detach())
     if strategy == "linear":
-        assert module.forwards == 3  # one per step (the empty batch's too), no extra pass
+        # one per step (the empty batch's too), no extra pass; and once, before the first
+        # step, the sample-independence probe's four (three rows together, then alone)
+        assert module.forwards == 3 + 4
     # the weight 2 from the release doubles the loss: same as SGD with twice the rate
     with torch.no_grad():
         for p, p0 in zip(reference.parameters(), start):

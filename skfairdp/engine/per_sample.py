@@ -51,6 +51,38 @@ def check_per_sample_compatible(module: nn.Module) -> None:
             )
 
 
+def check_sample_independence(module: nn.Module, like: torch.Tensor) -> None:
+    """Raise if a sample's output depends on the other samples of its batch.
+
+    Probed on three fixed rows shaped like ``like`` (a sine pattern: no data is read and no
+    generator seeded, so ``secure_mode`` holds), in eval mode: the batch's outputs must equal each row's output alone. A parameterless layer
+    such as ``h - h.mean(0)`` passes :func:`check_per_sample_compatible` but fails here. A
+    module that cannot read such inputs (indices, say) is not probed.
+    """
+    shape = (3, *like.shape[1:])
+    steps = torch.arange(math.prod(shape), dtype=torch.float64).reshape(shape)
+    probe = (2.0 * torch.sin(1.618 * steps + 0.5)).to(device=like.device, dtype=like.dtype)
+    training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            together = module(probe)
+            alone = torch.cat([module(probe[i : i + 1]) for i in range(len(probe))])
+    except Exception:  # noqa: BLE001 - inputs it cannot read: the probe does not apply
+        return
+    finally:
+        module.train(training)
+    if together.shape != alone.shape or not torch.allclose(
+        together.double(), alone.double(), rtol=1e-4, atol=1e-5
+    ):
+        raise ValueError(
+            f"module {type(module).__name__}: a sample's output depends on the other samples "
+            "of its batch (batch centering or batch statistics), so one sample's gradient "
+            "depends on the others and clipping no longer bounds its influence. Make the "
+            "forward pass treat samples independently."
+        )
+
+
 def _linear_only(module: nn.Module) -> bool:
     for sub in module.modules():
         own = list(sub.parameters(recurse=False))
@@ -97,6 +129,8 @@ class PerSampleGradients:
         check_per_sample_compatible(module)
         if strategy not in ("auto", "vmap", "linear"):
             raise ValueError(f"strategy must be 'auto', 'vmap' or 'linear', got {strategy!r}")
+        self._auto = strategy == "auto"
+        self._probed = False
         if strategy == "auto":
             strategy = "linear" if _linear_only(module) else "vmap"
         if strategy == "linear" and not _linear_only(module):
@@ -183,8 +217,13 @@ class PerSampleGradients:
         diagnostics : dict of Tensor
             The objective's per-sample diagnostics, detached.
         """
+        if not self._probed:
+            check_sample_independence(self.module, X)
+            self._probed = True
         if self.strategy == "linear":
-            return self._linear(X, objectives, per_sample, prepare, output_gradients)
+            out = self._linear(X, objectives, per_sample, prepare, output_gradients)
+            if out is not None:
+                return out
         if prepare is not None:
             with torch.no_grad():
                 per_sample = tuple(prepare(finite_outputs(self.module(X)), *per_sample))
@@ -219,6 +258,10 @@ class PerSampleGradients:
                 outputs = self.module(X)
         finally:
             self._records = None
+        batch = X.shape[0]
+        if not all(a.dim() >= 2 and len(a) == batch and len(o) == batch for _, a, o in records):
+            self._leave_linear()
+            return None
         if by_hand and self._single_layer is None:
             self._single_layer = len(records) == 1 and records[0][2] is outputs
         outputs = finite_outputs(outputs)
@@ -254,6 +297,17 @@ class PerSampleGradients:
             ]
             grads.append(FactoredLinearGradients(self.params, factors, X.shape[0], shared))
         return grads, detached, diag
+
+    def _leave_linear(self) -> None:
+        """A Linear layer saw rows that are not the samples (a reshape of the batch): its
+        factors would be clipped per row, not per sample. ``"auto"`` moves to ``"vmap"``."""
+        if not self._auto:
+            raise ValueError(
+                "per_sample_strategy='linear' needs every Linear layer to read one row per "
+                "sample; this module reshapes the batch before one: use 'vmap' or 'auto'"
+            )
+        self.close()
+        self.strategy = "vmap"
 
     def unflatten(self, flat: torch.Tensor) -> list[torch.Tensor]:
         """Split a flat ``(n_params,)`` vector into parameter-shaped tensors."""
@@ -345,27 +399,27 @@ class FactoredLinearGradients:
         return self._prepared
 
     def _float32_norms(self) -> torch.Tensor:
+        """Row norms for the tame test, in float32, none underflowed to 0 (:func:`_row_norms`):
+        a tiny ``b`` beside a huge ``a`` must not read as a zero gradient."""
         if len(self.factors) == 1:  # the common logistic-regression case, in fewer ops
             weight, bias, a, b = self.factors[0]
-            norms = torch.linalg.vector_norm(b, dim=1)
+            norms = _row_norms(b)
             if weight.requires_grad:
                 cached = self.shared.get("a_norms")
                 if cached is not None and cached[0] is a and cached[1] is bias:
                     a_norms = cached[2]
                 else:
-                    a_norms = torch.linalg.vector_norm(a, dim=1)
-                    if _trainable(bias):  # the bias adds |b|^2: |b| sqrt(|a|^2 + 1)
-                        a_norms = a_norms.square_().add_(1.0).sqrt_()
+                    a_norms = _input_norms(a, bias)
                     self.shared["a_norms"] = (a, bias, a_norms)
                 norms = norms * a_norms
             return norms
         sq = torch.zeros(self.batch, device=self.params[0].device)
         for weight, bias, a, b in self.factors:
-            b_sq = (b * b).sum(1)
+            b_norms = _row_norms(b)
             if weight.requires_grad:
-                sq = sq + b_sq * (a * a).sum(1)
+                sq = sq + (b_norms * _row_norms(a)).square()
             if _trainable(bias):
-                sq = sq + b_sq
+                sq = sq + b_norms.square()
         return sq.sqrt()
 
     def plain_sum(self) -> torch.Tensor:
@@ -475,3 +529,22 @@ class FactoredLinearGradients:
 
 def _trainable(param: torch.Tensor | None) -> bool:
     return param is not None and param.requires_grad
+
+
+def _row_norms(x: torch.Tensor) -> torch.Tensor:
+    """Row norms in ``x``'s dtype, each row divided by its largest entry first.
+
+    A float32 sum of squares reads a row of entries below about 1e-19 as 0 (2e-23 squared
+    underflows), though beside a huge factor the product of norms can be large. A row with
+    a non-finite entry gets a non-finite norm (then it is not tame).
+    """
+    top = x.abs().amax(dim=1)
+    return top * torch.linalg.vector_norm(x / torch.where(top > 0, top, 1.0).unsqueeze(1), dim=1)
+
+
+def _input_norms(a: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """``|(a_i, 1)|`` with a trainable bias (at least 1: the plain sum of squares is safe),
+    else ``|a_i|`` by :func:`_row_norms`."""
+    if _trainable(bias):
+        return torch.linalg.vector_norm(a, dim=1).square_().add_(1.0).sqrt_()
+    return _row_norms(a)

@@ -33,6 +33,7 @@ __all__ = [
     "Collective",
     "active_collective",
     "adds_noise",
+    "finish_grid_release",
     "finish_release",
     "from_first_rank",
     "local_releases",
@@ -98,6 +99,20 @@ def finish_release(noisy_local: torch.Tensor) -> torch.Tensor:
     if _ACTIVE.get() is None or _DEFERRED.get():
         return noisy_local
     return _ACTIVE.get().all_reduce([noisy_local])[0]
+
+
+def finish_grid_release(noisy_local: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """:func:`finish_release` of a grid release (``secure_mode``), kept exact over the ranks.
+
+    ``noisy_local`` is float64: grid values ``g * integer`` add up exactly there (below
+    ``2**53 g``), so the sum is a function of the noisy integer alone. In float32, rank 0's
+    noisy value plus another rank's exact one rounds half to even, and the last bit of the
+    release would depend on that rank's noiseless sum. Cast to ``dtype`` after the sum
+    (inside :func:`local_releases`, float64 is returned for the caller's exact sum).
+    """
+    if _ACTIVE.get() is not None and _DEFERRED.get():
+        return noisy_local
+    return finish_release(noisy_local).to(dtype)
 
 
 def sum_over_ranks(*values):

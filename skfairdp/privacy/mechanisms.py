@@ -42,7 +42,7 @@ import dp_accounting
 import numpy as np
 import torch
 
-from .collective import adds_noise, finish_release
+from .collective import adds_noise, finish_grid_release, finish_release
 from .events import SAME_BATCH, batch_event
 from .grid import gaussian_release, laplace_release
 from .random import RandomSource
@@ -248,10 +248,10 @@ def gaussian_sum(
     std = z * _check_sensitivity(sensitivity)
     event = _gaussian_event(z)
     if discrete and random.secure_mode and z > 0:
-        noisy = gaussian_release(total, float(sensitivity), z, add_noise=adds_noise())
+        noisy = gaussian_release(total.double(), float(sensitivity), z, add_noise=adds_noise())
         if recorder is not None:
             recorder.record(event)
-        return finish_release(noisy), event
+        return finish_grid_release(noisy, total.dtype), event
     if not adds_noise():  # a data-parallel fit's rank > 0: its exact sum joins rank 0's noisy one
         if recorder is not None:
             recorder.record(event)
@@ -368,10 +368,10 @@ def noisy_histogram(
     scale = b * _check_sensitivity(sensitivity)
     event = dp_accounting.LaplaceDpEvent(b) if b > 0 else dp_accounting.NonPrivateDpEvent()
     if random.secure_mode and b > 0:
-        noisy = laplace_release(counts, float(sensitivity), b, add_noise=adds_noise())
+        noisy = laplace_release(counts.double(), float(sensitivity), b, add_noise=adds_noise())
         if recorder is not None:
             recorder.record(event)
-        return finish_release(noisy), event
+        return finish_grid_release(noisy, counts.dtype), event
     if not adds_noise():
         if recorder is not None:
             recorder.record(event)
