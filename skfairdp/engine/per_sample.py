@@ -55,9 +55,10 @@ def check_sample_independence(module: nn.Module, like: torch.Tensor) -> None:
     """Raise if a sample's output depends on the other samples of its batch.
 
     Probed on three fixed rows shaped like ``like`` (a sine pattern: no data is read and no
-    generator seeded, so ``secure_mode`` holds), in eval mode: the batch's outputs must equal each row's output alone. A parameterless layer
-    such as ``h - h.mean(0)`` passes :func:`check_per_sample_compatible` but fails here. A
-    module that cannot read such inputs (indices, say) is not probed.
+    generator seeded, so ``secure_mode`` holds), in eval mode: the batch's outputs must
+    equal each row's output alone. A parameterless layer such as ``h - h.mean(0)`` passes
+    :func:`check_per_sample_compatible` but fails here. A module that cannot read such
+    inputs (indices, say) is not probed.
     """
     shape = (3, *like.shape[1:])
     steps = torch.arange(math.prod(shape), dtype=torch.float64).reshape(shape)
