@@ -182,6 +182,18 @@ def test_silo_noise_is_its_own_and_has_its_std():
     assert np.std(residuals) == pytest.approx(expected, rel=0.05)
 
 
+def test_a_node_config_without_a_seed_is_in_secure_mode():
+    from skfairdp.federated.flower_silo import silo_config
+
+    node = {"epsilon": 1.0, "max-grad-norm": 1.0, "batch-size": 32, "rounds": 2}
+    run = {"fairness": "demographic_parity", "fairness-weight": 1.0, "n-classes": 2,
+           "n-groups": 2}  # fmt: skip
+    assert silo_config(node, run).secure_mode
+    assert not silo_config({**node, "seed": 3}, run).secure_mode
+    assert silo_config({**node, "seed": 3, "secure-mode": "true"}, run).secure_mode
+    assert not silo_config({**node, "secure-mode": False}, run).secure_mode
+
+
 def test_paper_calibration_matches_theorem_3_3_and_warns():
     eps, lam, clip, rounds = 1.0, 2.0, 1.0, 4000
     silo, _ = _silo(
@@ -198,12 +210,19 @@ def test_paper_calibration_matches_theorem_3_3_and_warns():
     pinv = torch.tensor([[1.2, 1.5]])
     noise = silo.calibrate(pinv)
     n, m, log = 600, silo.expected_batch_size, math.log(1e5)
-    D = 1.1 * math.sqrt(2) * 1.5
+    # W's radius from the silo's own rho (pinv <= rho^-1/2), never from the broadcast pinv
+    D = 1.1 * math.sqrt(2) / math.sqrt(0.3)
     sigma_w = math.sqrt(16 * rounds * log / (eps**2 * n**2 * 0.3))
     sigma_theta = math.sqrt(16 * clip**2 * D**2 * rounds * log / (eps**2 * n**2 * 0.3))
     # std on the batch MEAN of lambda grad psi: lambda sigma (the paper scales by lambda)
     assert noise["dual"] * w_clip_norm(lam, pinv) / m == pytest.approx(lam * sigma_w, rel=1e-9)
     assert noise["primal"] * clip / m == pytest.approx(lam * sigma_theta, rel=1e-9)
+    # an untrusted server's tiny pinv does not shrink the silo's noise (it did: z 230 -> 0.13)
+    other, _ = _silo(
+        n=600, rounds=rounds, epsilon=eps, calibration="paper", privacy_unit="sensitive",
+        fairness_weight=lam, rho=0.3, max_grad_norm=clip, delta=1e-5,
+    )  # fmt: skip
+    assert other.calibrate(torch.tensor([[1e-3, 1e-3]]))["primal"] == noise["primal"]
     few, _ = _silo(n=600, rounds=10, epsilon=eps, calibration="paper", delta=1e-5)
     with pytest.warns(UserWarning, match="preconditions fail"):
         few.calibrate(pinv)
@@ -525,7 +544,9 @@ def test_stop_processes_reaches_a_grandchild_in_a_session_of_its_own(tmp_path):
 @pytest.mark.parametrize(
     "params, digest",
     [
-        ({}, "d5ebbcffc955c6b0"),
+        # record unit: d5ebbcffc955c6b0 until the factored norms were scaled by each row's
+        # largest entry (no underflow); the same model to 4e-7 (3.1 largest entry)
+        ({}, "92da1b98ed5bb76a"),
         (dict(privacy_unit="sensitive", fairness="equalized_odds", fairness_weight=2.0),
          "e2c21265499659a6"),
     ],

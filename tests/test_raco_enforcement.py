@@ -7,6 +7,7 @@ the fitted predictor against its tolerance on the training rows (issue 34).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -328,6 +329,24 @@ def test_small_minority_at_epsilon_one_moves_toward_the_constant_with_a_warning(
     proba = est.predict_proba(X)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     assert proba[:, est.classes_ == est.mixing_class_].min() >= est.tolerance_mixing_ - 1e-12
+
+
+def test_a_constant_that_wins_on_accuracy_is_named_as_the_cause():
+    """Labels independent of the features: the constraints are met, yet the constant wins
+    the accuracy check; the warning must say so, not that the constraints failed."""
+    from skfairdp.raco.enforcement import mixing_reason
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4)).astype(np.float32)
+    y = (rng.random(3000) < 0.25).astype(int)
+    s = rng.integers(0, 2, 3000)
+    with pytest.warns(UserWarning, match="does not beat the constant") as caught:
+        est = RaCODPClassifier(tolerance=0.1, random_state=0).fit(X, y, sensitive_features=s)
+    assert not any("could not confirm" in str(w.message) for w in caught)
+    check = est.tolerance_check_
+    assert est.tolerance_mixing_ == 1.0 and np.max(check.upper - check.bounds) <= 0
+    over = dataclasses.replace(check, upper=check.bounds + 0.01)  # bounds not confirmed
+    assert "could not confirm" in mixing_reason(over, 0.1, 1.0, True)[0]
 
 
 def test_mixed_predictions_are_deterministic_and_row_local():

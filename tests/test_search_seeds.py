@@ -170,3 +170,26 @@ def test_the_split_assigns_each_row_on_its_own_coin():
     more = independent_split(RandomSource(4), n + 1, shares)
     for a, b in zip(parts, more):
         assert np.array_equal(a, b[b < n])
+
+
+def test_an_unseeded_stream_does_not_follow_numpys_global_seed():
+    """``random_state=None`` takes OS entropy: a notebook's ``np.random.seed(0)`` would
+    otherwise make every unseeded fit's noise repeat (and be regenerable by whoever knows
+    that seed); its children too, where a derived 31-bit seed could be searched."""
+    from skfairdp import DPSGDClassifier
+    from skfairdp.privacy import RandomSource
+
+    seeds = []
+    for _ in range(2):
+        np.random.seed(0)  # noqa: NPY002 - the legacy global seed is the point
+        source = RandomSource()
+        seeds.append((source.seed, source.spawn().seed))
+    assert seeds[0][0] != seeds[1][0] and seeds[0][1] != seeds[1][1]
+    X, y, _ = _data(200)
+    coefs = []
+    for _ in range(2):
+        np.random.seed(0)  # noqa: NPY002 - the legacy global seed is the point
+        model = DPSGDClassifier(epsilon=1.0, max_epochs=2).fit(X, y)
+        coefs.append(model.predict_proba(X))
+    assert not np.array_equal(coefs[0], coefs[1])
+    assert RandomSource(5).seed == RandomSource(5).seed  # a user's seed still reproduces

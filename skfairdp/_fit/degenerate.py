@@ -76,6 +76,10 @@ def _warn(estimator, what: str, stacklevel: int) -> None:
     if np.isfinite(float(getattr(estimator, "epsilon", np.inf))):
         causes.append("noise that drowns the signal (larger epsilon, batch_size or more data)")
     causes.append("too few epochs (max_epochs)")
+    causes.append(
+        "features that do not predict the label better than a constant (a non-private "
+        "model fitted on them may do no better)"
+    )
     warnings.warn(
         f"{type(estimator).__name__}: the fitted model {what}. Likely causes: "
         + "; ".join(causes)

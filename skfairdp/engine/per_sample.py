@@ -400,11 +400,11 @@ class FactoredLinearGradients:
         return self._prepared
 
     def _float32_norms(self) -> torch.Tensor:
-        """Row norms for the tame test, in float32, none underflowed to 0 (:func:`_row_norms`):
+        """Row norms for the tame test, in float32, none underflowed to 0 (:func:`row_norms`):
         a tiny ``b`` beside a huge ``a`` must not read as a zero gradient."""
         if len(self.factors) == 1:  # the common logistic-regression case, in fewer ops
             weight, bias, a, b = self.factors[0]
-            norms = _row_norms(b)
+            norms = row_norms(b)
             if weight.requires_grad:
                 cached = self.shared.get("a_norms")
                 if cached is not None and cached[0] is a and cached[1] is bias:
@@ -416,9 +416,9 @@ class FactoredLinearGradients:
             return norms
         sq = torch.zeros(self.batch, device=self.params[0].device)
         for weight, bias, a, b in self.factors:
-            b_norms = _row_norms(b)
+            b_norms = row_norms(b)
             if weight.requires_grad:
-                sq = sq + (b_norms * _row_norms(a)).square()
+                sq = sq + (b_norms * row_norms(a)).square()
             if _trainable(bias):
                 sq = sq + b_norms.square()
         return sq.sqrt()
@@ -532,20 +532,21 @@ def _trainable(param: torch.Tensor | None) -> bool:
     return param is not None and param.requires_grad
 
 
-def _row_norms(x: torch.Tensor) -> torch.Tensor:
-    """Row norms in ``x``'s dtype, each row divided by its largest entry first.
+def row_norms(x: torch.Tensor, dim: int = 1) -> torch.Tensor:
+    """Norms along ``dim`` in ``x``'s dtype, each row divided by its largest entry first.
 
-    A float32 sum of squares reads a row of entries below about 1e-19 as 0 (2e-23 squared
-    underflows), though beside a huge factor the product of norms can be large. A row with
-    a non-finite entry gets a non-finite norm (then it is not tame).
+    A float32 sum of squares reads a row of entries below about 1e-22 as 0 (2e-23 squared
+    underflows) and loses precision below 1e-19, though beside a huge factor the product
+    of norms can be large. A row with a non-finite entry gets a non-finite norm (then it
+    is not tame). The fast linear steps use it too, for the engine's numbers.
     """
-    top = x.abs().amax(dim=1)
-    return top * torch.linalg.vector_norm(x / torch.where(top > 0, top, 1.0).unsqueeze(1), dim=1)
+    top = x.abs().amax(dim=dim, keepdim=True)
+    return top.squeeze(dim) * torch.linalg.vector_norm(x / torch.where(top > 0, top, 1.0), dim=dim)
 
 
 def _input_norms(a: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     """``|(a_i, 1)|`` with a trainable bias (at least 1: the plain sum of squares is safe),
-    else ``|a_i|`` by :func:`_row_norms`."""
+    else ``|a_i|`` by :func:`row_norms`."""
     if _trainable(bias):
         return torch.linalg.vector_norm(a, dim=1).square_().add_(1.0).sqrt_()
-    return _row_norms(a)
+    return row_norms(a)

@@ -44,8 +44,16 @@ def silo_config(node: dict, run: dict) -> SiloConfig:
         calibration=str(node.get("calibration", "accountant")),
         accountant=str(node.get("accountant", "auto")),
         dual_bound=node.get("dual-bound", "auto"),
-        secure_mode=bool(node.get("secure-mode", False)),
+        # no seed in the node config: the OS CSPRNG (a seeded stream is for experiments)
+        secure_mode=_flag(node.get("secure-mode", "seed" not in node)),
     )
+
+
+def _flag(value) -> bool:
+    """A node-config boolean (``true``/``false`` strings as Flower's TOML parser may give)."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes")
+    return bool(value)
 
 
 def module_for(n_features: int, n_classes: int, run: dict, seed: int | None = None):

@@ -349,8 +349,10 @@ class Silo:
                 UserWarning,
                 stacklevel=3,
             )
+        # Theorem 3.3's W radius from what the silo controls: rho bounds every prior from
+        # below, so pinv <= rho^-1/2; the server's pinv would let it shrink the noise
         dual_bound = (
-            objective.DUAL_BOUND_MARGIN * math.sqrt(c.n_classes) * float(pinv.max())
+            objective.DUAL_BOUND_MARGIN * math.sqrt(c.n_classes) / math.sqrt(float(c.rho))
             if c.dual_bound == "auto"
             else float(c.dual_bound)
         )
@@ -481,7 +483,7 @@ class Silo:
                     dual = gaussian_sum(
                         dual, state["dual_clip"], self.noise["dual"], self.random, self.recorder
                     )[0]
-        if c.private:  # the expected batch size: data-independent
+        if c.private:  # the expected batch size q n_j: n_j is public, as n in DP-SGD
             denominator = self.expected_batch_size
         else:
             denominator = float(max(state["size"], 1))

@@ -55,6 +55,7 @@ from torch import nn
 
 from ..engine.clipping import _FLOAT32_CLIP_RANGE, TAME_NORM
 from ..engine.linear_step import LinearStep, declines_fit, single_linear
+from ..engine.per_sample import row_norms
 from ..privacy.mechanisms import gaussian_sum
 
 #: Whether DP-FERMI fits take :class:`LinearErmiStep` where it applies (tests switch it off).
@@ -190,7 +191,7 @@ class LinearErmiStep(LinearStep):
             np.add(d_loss, d_private, out=parts[0])
         # per-sample norms |b_ki| |(a_i, 1)| by torch's kernel; tame (finite, below
         # TAME_NORM) or the engine's step
-        norms = torch.linalg.vector_norm(torch.from_numpy(parts), dim=2)
+        norms = row_norms(torch.from_numpy(parts), dim=2)
         norms = norms.mul_(torch.from_numpy(table[:, l + 3]))
         # one check: every log-probability finite (so every output: a NaN or infinite one
         # makes the sum NaN or -inf, as does one so far from the others that its

@@ -20,7 +20,9 @@ class RandomSource:
     Parameters
     ----------
     random_state : None, int or numpy RandomState
-        Seed, as in scikit-learn. Ignored when ``secure_mode`` is True.
+        Seed, as in scikit-learn, except that ``None`` takes 63 bits of OS entropy, not a
+        draw from numpy's global RNG (which a notebook's ``np.random.seed`` would make
+        repeat). Ignored when ``secure_mode`` is True.
     secure_mode : bool
         Draw all randomness from the OS CSPRNG (``os.urandom``).
     device : torch.device or str
@@ -38,7 +40,13 @@ class RandomSource:
             self.cpu_generator = None
             self.noise_generator = None
             return
-        self.seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+        if random_state is None:
+            # fresh OS entropy, not numpy's global RNG: after a notebook's np.random.seed(0)
+            # an unseeded fit's noise would repeat, and anyone knowing that seed could
+            # subtract it; 63 bits, where a 31-bit seed can be searched exhaustively
+            self.seed = int.from_bytes(os.urandom(8), "little") >> 1
+        else:
+            self.seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
         self._children = np.random.SeedSequence(self.seed)
         self.cpu_generator = torch.Generator().manual_seed(self.seed)
         if self.device.type == "cpu":
@@ -85,6 +93,8 @@ class RandomSource:
         """
         if self.secure_mode:
             return RandomSource(secure_mode=True, device=self.device)
+        if not self.user_seeded:  # fresh OS entropy: no 31-bit child seed to search
+            return RandomSource(device=self.device)
         (child,) = self._children.spawn(1)
         seed = int(child.generate_state(1, dtype=np.uint32)[0] % np.iinfo(np.int32).max)
         source = RandomSource(seed, device=self.device)

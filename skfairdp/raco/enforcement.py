@@ -353,3 +353,34 @@ def row_uniforms(X, salt: int) -> np.ndarray:
             h = _mix64(h)
             out.append((h >> np.uint64(11)).astype(np.float64) * 2.0**-53)
     return np.concatenate(out) if out else np.empty(0)
+
+
+def mixing_reason(check: ToleranceCheck, tolerance, epsilon, private: bool) -> tuple[str, str]:
+    """Why the check mixed in the constant, and what keeps more of the model (a warning's words).
+
+    Two causes: upper bounds over the tolerance, or a model whose training error does not
+    beat the constant's (by the margin, with noise); a warning must name the right one.
+    """
+    over = float(np.max(check.upper - check.bounds)) if len(check.bounds) else -math.inf
+    if over <= 0.0:
+        measured = "noisy" if private else "exact"
+        return (
+            f"the model's training error ({check.error:.3f}, {measured} counts) does not beat "
+            "the constant's" + (" by the check's margin" if private else "") + " (its "
+            "constraints were met)",
+            "The features may not predict the label better than a constant here"
+            + ("; more rows or a larger epsilon can tell them apart." if private else "."),
+        )
+    if private:
+        return (
+            f"the training rows could not confirm the constraints within tolerance="
+            f"{tolerance!r} at epsilon={epsilon!r} (largest upper bound {over:+.3f} over its "
+            "bound)",
+            "Small groups at a small epsilon: a larger epsilon or tolerance keeps more of the "
+            "model.",
+        )
+    return (
+        f"the run ended outside its constraints on the training rows (largest value "
+        f"{over:+.3f} over its bound)",
+        "More epochs or a larger tolerance keep more of the model.",
+    )

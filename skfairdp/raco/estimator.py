@@ -33,7 +33,12 @@ from ..fairness.rates import (
 from ..fairness.routing import routing_hint
 from ..privacy.collective import from_first_rank
 from .accounting import RacoAccounting
-from .enforcement import check_tolerance, enforce_noise_multiplier, row_uniforms
+from .enforcement import (
+    check_tolerance,
+    enforce_noise_multiplier,
+    mixing_reason,
+    row_uniforms,
+)
 from .linear_step import linear_raco_step
 from .problem import RacoProblem, pairwise_dual_walk
 from .solutions import SOLUTIONS, TAIL_FRACTION, iterate_track, mixture_proba, store_solution
@@ -437,21 +442,7 @@ class RaCODPClassifier(RacoAccounting, PrivateClassifierBase):
         constant = self.classes_[check.constant_class]
         self.mixing_class_ = constant.item() if hasattr(constant, "item") else constant
         if check.mixing >= MIXING_WARNING:
-            over = float(np.max(check.upper - check.bounds))
-            why = (
-                f"the training rows could not confirm the constraints within "
-                f"tolerance={self.tolerance!r} at epsilon={self.epsilon!r} (largest upper "
-                f"bound {over:+.3f} over its bound)"
-                if ctx.private
-                else f"the run ended outside its constraints on the training rows (largest "
-                f"value {over:+.3f} over its bound)"
-            )
-            hint = (
-                "Small groups at a small epsilon: a larger epsilon or tolerance keeps more "
-                "of the model."
-                if ctx.private
-                else "More epochs or a larger tolerance keep more of the model."
-            )
+            why, hint = mixing_reason(check, self.tolerance, self.epsilon, ctx.private)
             warnings.warn(
                 f"enforce_tolerance: {why}, so predict gives the constant class "
                 f"{self.mixing_class_!r} to {check.mixing:.0%} of the rows. {hint}",

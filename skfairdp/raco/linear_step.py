@@ -63,7 +63,7 @@ import torch
 
 from ..engine.clipping import _FLOAT32_CLIP_RANGE, TAME_NORM, clipped_total
 from ..engine.linear_step import LinearStep, declines_fit, single_linear
-from ..engine.per_sample import FactoredLinearGradients
+from ..engine.per_sample import FactoredLinearGradients, row_norms
 from ..privacy.mechanisms import gaussian_sum
 from .host_dual import HostDual
 from .problem import RacoProblem, hard_predictions, soft_histogram
@@ -224,7 +224,7 @@ class LinearRacoStep(LinearStep):
         engine's tame float32 path (float64 factors times the weights with sample weights),
         or, for norms that are not tame, the engine's own function on its gradient object."""
         b_t = torch.from_numpy(b)
-        norms = torch.linalg.vector_norm(b_t, dim=1).numpy()
+        norms = row_norms(b_t).numpy()
         norms *= a_norms  # float32 |b_i| |(a_i, 1)|: the engine's product
         if not norms.max() < TAME_NORM:  # the engine's float64, scaled-row path (NaN: False)
             params = [self.weight, self.bias]
