@@ -4,6 +4,7 @@ Usage (from the repository root)::
 
     python tools/mutation_score.py                 # every mutant, report to experiments/results
     python tools/mutation_score.py --only scaler   # mutants whose name contains "scaler"
+    python tools/mutation_score.py --only a,b      # ... "a" or "b"
 
 Each mutant of ``tests/mutants/privacy_mutants.py`` is applied to a fresh copy of
 ``skfairdp/`` and ``tests/`` in a temporary directory; the privacy test subset
@@ -143,11 +144,14 @@ def report(rows: list[dict], files: list[str], baseline_s: float) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="", help="run the mutants whose name contains this")
+    parser.add_argument(
+        "--only", default="", help="run the mutants whose name contains this (comma: any of)"
+    )
     parser.add_argument("--no-report", action="store_true", help="print only")
     args = parser.parse_args(argv)
     mutants = runpy.run_path(str(ROOT / "tests" / "mutants" / "privacy_mutants.py"))["MUTANTS"]
-    mutants = [m for m in mutants if args.only in m["name"]]
+    wanted = args.only.split(",")
+    mutants = [m for m in mutants if any(part in m["name"] for part in wanted)]
     files = test_files()
     with tempfile.TemporaryDirectory(prefix="unmutated-") as tmp:
         copy_repository(Path(tmp))

@@ -603,4 +603,77 @@ MUTANTS = [
         "description": "the searches' split of fixed sizes from n (a rank, not a coin per row)",
         "focus": "tests/test_search_seeds.py",
     },
+    # -- this round's audits (three helpers; classes 1, 3 and 7) ----------------------
+    {
+        "name": "linear-path-clips-sub-rows",
+        "klass": 1,
+        "file": "skfairdp/engine/per_sample.py",
+        "old": "        if not all(a.dim() >= 2 and len(a) == batch and len(o) == batch "
+        "for _, a, o in records):",
+        "new": "        if False:",
+        "description": "a Linear layer reading reshaped rows keeps the factored path: each "
+        "sub-row of a sample clipped at C",
+        "focus": "tests/test_engine.py",
+    },
+    {
+        "name": "batch-mixing-module-accepted",
+        "klass": 1,
+        "file": "skfairdp/engine/per_sample.py",
+        "old": "            check_sample_independence(self.module, X)\n",
+        "new": "            pass\n",
+        "description": "a module whose output for a sample depends on its batch is trained",
+        "focus": "tests/test_engine.py",
+    },
+    {
+        "name": "factored-norm-underflow",
+        "klass": 1,
+        "file": "skfairdp/engine/per_sample.py",
+        "old": "    top = x.abs().amax(dim=dim, keepdim=True)\n",
+        "new": "    return torch.linalg.vector_norm(x, dim=dim)\n    top = x.abs().amax(dim=dim, "
+        "keepdim=True)\n",
+        "description": "a tiny output gradient beside a huge input reads as a zero norm",
+        "focus": "tests/test_engine.py",
+    },
+    {
+        "name": "grid-release-float32-sum",
+        "klass": 4,
+        "file": "skfairdp/privacy/mechanisms.py",
+        "old": "        noisy = gaussian_release(total.double(), float(sensitivity), z, "
+        "add_noise=adds_noise())",
+        "new": "        noisy = gaussian_release(total, float(sensitivity), z, "
+        "add_noise=adds_noise())",
+        "description": "secure grid releases summed over ranks in float32 (round half to even "
+        "on another rank's exact sum)",
+        "focus": "tests/test_distributed.py",
+    },
+    {
+        "name": "unseeded-follows-numpy-global",
+        "klass": 7,
+        "file": "skfairdp/privacy/random.py",
+        "old": '            self.seed = int.from_bytes(os.urandom(8), "little") >> 1',
+        "new": "            self.seed = int(check_random_state(None).randint("
+        "np.iinfo(np.int32).max))",
+        "description": "random_state=None draws its seed from numpy's global RNG",
+        "focus": "tests/test_search_seeds.py",
+    },
+    {
+        "name": "node-config-seeded-by-default",
+        "klass": 3,
+        "file": "skfairdp/federated/flower_silo.py",
+        "old": '        secure_mode=_flag(node.get("secure-mode", "seed" not in node)),',
+        "new": '        secure_mode=_flag(node.get("secure-mode", False)),',
+        "description": "a deployment node config without a seed draws a 31-bit seeded stream",
+        "focus": "tests/test_federated.py",
+    },
+    {
+        "name": "paper-radius-from-server-pinv",
+        "klass": 1,
+        "file": "skfairdp/federated/silo.py",
+        "old": "            objective.DUAL_BOUND_MARGIN * math.sqrt(c.n_classes) / "
+        "math.sqrt(float(c.rho))",
+        "new": "            objective.DUAL_BOUND_MARGIN * math.sqrt(c.n_classes) * "
+        "float(pinv.max())",
+        "description": "calibration='paper' sizes its noise from the server's pinv",
+        "focus": "tests/test_federated.py",
+    },
 ]
