@@ -182,6 +182,15 @@ def test_silo_noise_is_its_own_and_has_its_std():
     assert np.std(residuals) == pytest.approx(expected, rel=0.05)
 
 
+def test_an_unseeded_fit_seeds_no_silo():
+    """random_state=None: every silo draws OS entropy (in process or in its Flower node);
+    none gets a 31-bit seed derived from the fit's root. A user's seed derives them all."""
+    unseeded = _seeds(RandomSource(), 4)
+    assert unseeded[:3] == [None, None, None] and isinstance(unseeded[3], int)
+    assert _seeds(RandomSource(7), 4) == _seeds(RandomSource(7), 4)
+    assert None not in _seeds(RandomSource(7), 4)
+
+
 def test_a_node_config_without_a_seed_is_in_secure_mode():
     from skfairdp.federated.flower_silo import silo_config
 

@@ -395,7 +395,7 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
         )
         n_silos = len(self.silos_)
         config, cells = self._protocol(n, n_silos, n_classes, n_groups)
-        seeds = _seeds(random, n_silos + 1, one_stream=self.backend != "local")
+        seeds = _seeds(random, n_silos + 1)
         parts = [np.flatnonzero(silo_of == j) for j in range(n_silos)]
         if self.backend != "local":
             from .flower_install import require_flwr
@@ -408,7 +408,7 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
                 require_simulation()
             from .flower_runner import fit_flower
 
-            if seeds[0] is None:
+            if random.secure_mode:
                 raise ValueError(
                     f"backend={self.backend!r} simulates silos from one seed; secure_mode=False"
                 )
@@ -564,16 +564,16 @@ class FederatedDPFermiClassifier(PrivateClassifierBase):
             check_silo_targets(self.silos_, self.silo_privacy_spent_, self.epsilon)
 
 
-def _seeds(random: RandomSource, count: int, one_stream: bool = False) -> list:
+def _seeds(random: RandomSource, count: int) -> list:
     """``count`` independent seeds from the fit's source: the silos', then the initial model's.
 
     In secure mode no silo is seeded (``None``: each silo's source is the OS CSPRNG) and
     the initial model's seed, data-independent, comes from the CSPRNG too. Unseeded by the
-    user, in process (``one_stream=False``), neither: each silo draws 63 bits of OS
-    entropy (:class:`RandomSource`), with no 31-bit seed derived from one root. The Flower
-    backends simulate the silos from one stream (``one_stream``): seeds derived from it.
+    user, no silo is seeded either: each draws 63 bits of OS entropy (:class:`RandomSource`,
+    in process or in its Flower node), with no 31-bit seed derived from one root that a
+    server could search for. Only a user's ``random_state`` derives them (experiments).
     """
-    if random.secure_mode or not (random.user_seeded or one_stream):
+    if random.secure_mode or not random.user_seeded:
         return [None] * (count - 1) + [random.torch_seed()]
     children = np.random.SeedSequence(random.seed).spawn(count)
     return [int(c.generate_state(1, dtype=np.uint32)[0] % np.iinfo(np.int32).max) for c in children]
