@@ -31,13 +31,12 @@ import time
 import warnings
 from pathlib import Path
 
-import dp_accounting
 import model_class_resolution as resolution
 import numpy as np
-from dp_accounting.pld import pld_privacy_accountant
 from sklearn.linear_model import LogisticRegression
 
 from skfairdp.benchmarks import pipelines
+from skfairdp.privacy import calibrate_noise_multiplier, gaussian_release_event
 
 OUT = Path(__file__).parent / "results" / "model_class_statistics.csv"
 EPSILON, DELTA = 0.8, 1e-5
@@ -53,14 +52,8 @@ PRIOR = [10.0, 50.0]
 
 
 def gaussian_multiplier(epsilon: float, delta: float) -> float:
-    """Smallest noise multiplier of one Gaussian release at (epsilon, delta), by PLD."""
-    low, high = 0.1, 100.0
-    for _ in range(60):
-        mid = (low + high) / 2
-        accountant = pld_privacy_accountant.PLDAccountant()
-        accountant.compose(dp_accounting.GaussianDpEvent(mid))
-        low, high = (mid, high) if accountant.get_epsilon(delta) > epsilon else (low, mid)
-    return high
+    """Smallest noise multiplier of one Gaussian release at (epsilon, delta)."""
+    return calibrate_noise_multiplier(epsilon, delta, gaussian_release_event, accountant="pld")
 
 
 def split(seed: int):

@@ -182,8 +182,10 @@ class _Reads(TorchDispatchMode):
         return out
 
 
-def test_a_tame_private_step_reads_the_host_three_times_and_forms_no_float64():
-    """Outputs' finiteness, the primal tame check and the dual tame check: one read each."""
+def test_a_tame_private_step_reads_the_host_three_times_and_forms_one_float64_norm():
+    """Outputs' finiteness, the primal tame check and the dual tame check: one read each.
+    The only float64 result is the output gradients' row norms (B values: a float32 square
+    of 2e-23 underflows to 0 beside an input of 1e19), cast back to float32."""
     from skfairdp.engine import NoiseConfig
     from skfairdp.engine.step import release
     from skfairdp.fermi.problem import ErmiProblem
@@ -219,4 +221,4 @@ def test_a_tame_private_step_reads_the_host_three_times_and_forms_no_float64():
         grads_of.close()
     assert released.dual is not None
     assert reads.host_reads == 3
-    assert reads.float64 == []
+    assert reads.float64 == ["aten.linalg_vector_norm.default"]

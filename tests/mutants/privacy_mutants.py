@@ -628,9 +628,8 @@ MUTANTS = [
         "name": "factored-norm-underflow",
         "klass": 1,
         "file": "skfairdp/engine/per_sample.py",
-        "old": "    top = x.abs().amax(dim=dim, keepdim=True)\n",
-        "new": "    return torch.linalg.vector_norm(x, dim=dim)\n    top = x.abs().amax(dim=dim, "
-        "keepdim=True)\n",
+        "old": "    return torch.linalg.vector_norm(x, dim=dim, dtype=torch.float64).to(x.dtype)\n",
+        "new": "    return torch.linalg.vector_norm(x, dim=dim)\n",
         "description": "a tiny output gradient beside a huge input reads as a zero norm",
         "focus": "tests/test_engine.py",
     },
