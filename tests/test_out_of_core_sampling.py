@@ -183,6 +183,18 @@ def test_a_dropped_sampler_discards_its_pending_pass(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def test_close_removes_the_folder_of_a_pass_whose_future_was_lost(tmp_path):
+    """SIGINT's KeyboardInterrupt can fire inside ``executor.submit`` after the pass is
+    queued and before ``pending`` is set: close() must still remove what it wrote (a
+    fit that then leaves by ``os._exit`` runs no atexit clean-up)."""
+    sampler = _sampler(scratch_dir=tmp_path, prefetch=True)
+    lost = sampler._background.submit(sampler._pass)  # never stored in pending
+    lost.result()
+    assert len(list(tmp_path.iterdir())) == 1
+    sampler.close()
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("n", [10**4, 10**7, 10**8])
 def test_memory_is_one_chunk_and_one_bucket(n):
     """Buckets hold about max(batch_rows, n / 256) expected rows; at most 256 files open."""

@@ -149,6 +149,7 @@ class BucketedSampler:
                 yield from self._read_bucket(data, first, min(self.steps_per_bucket, steps - first))
         finally:
             folder.remove()
+            self._background.folders.discard(folder)
 
     def start(self) -> None:
         """With ``prefetch``: start the next pass in a background thread."""
@@ -177,6 +178,7 @@ class BucketedSampler:
         """One streaming pass: every chunk's draws appended to the bucket files of a new folder."""
         self.passes += 1
         folder = ScratchDir(self._scratch())
+        self._background.folders.add(folder)
         edges = np.arange(1, self.n_buckets) * self.steps_per_bucket
         chunks = tqdm(
             self.source.iter_features(),
@@ -277,29 +279,39 @@ class _Cancelled(Exception):
 
 
 class _Background:
-    """The thread of the prefetched passes and the pass pending in it."""
+    """The thread of the prefetched passes, the pass pending in it, and the passes' folders.
+
+    ``folders`` holds every folder a pass made that no epoch has consumed yet:
+    :meth:`discard` removes them all, so a pass whose future was lost (a
+    ``KeyboardInterrupt`` raised inside ``submit``, after the work was queued but
+    before ``pending`` was set) leaves nothing behind either.
+    """
 
     def __init__(self):
         self.executor: ThreadPoolExecutor | None = None
         self.pending: Future | None = None
         self.cancel = threading.Event()
+        self.folders: set[ScratchDir] = set()
 
     def submit(self, function) -> Future:
         if self.executor is None:
-            self.executor = ThreadPoolExecutor(1, thread_name_prefix="skfairdp-pass")
+            self.executor = ThreadPoolExecutor(1, thread_name_prefix=_THREAD_PREFIX)
         return self.executor.submit(function)
 
     def discard(self) -> None:
-        """Cancel the pending pass, wait for it, remove its folder; stop the thread."""
+        """Cancel the passes, wait for the running one, remove every unconsumed folder."""
         self.cancel.set()
-        pending, self.pending = self.pending, None
-        if pending is not None:
-            try:
-                pending.result().remove()
-            except Exception:  # noqa: S110 (cancelled, or failed: the pass removed its folder)
-                pass
+        self.pending = None
         if self.executor is not None:
-            # not waiting: the last reference to the sampler may drop in the pass's thread
-            self.executor.shutdown(wait=False)
+            # the last reference to the sampler may drop in the pass's own thread,
+            # which cannot wait for itself (its pass has ended by then)
+            own = threading.current_thread().name.startswith(_THREAD_PREFIX)
+            self.executor.shutdown(wait=not own, cancel_futures=True)
             self.executor = None
+        for folder in list(self.folders):
+            folder.remove()
+        self.folders.clear()
         self.cancel.clear()
+
+
+_THREAD_PREFIX = "skfairdp-pass"
