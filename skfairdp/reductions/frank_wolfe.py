@@ -173,10 +173,12 @@ def oracle_task(
     """
     magnitude = np.abs(gradient)
     scale = float(np.max(magnitude))
-    if cap is not None and frequencies is not None:
+    if cap is not None and frequencies is not None and scale > 0:
         q = np.clip(np.asarray(frequencies, dtype=np.float64), 0.0, None)
         if q.sum() > 0:
-            scale = min(scale, float(cap) * float(q @ magnitude) / float(q.sum()))
+            # the mean of |w| / max |w|: a subnormal gradient's mean would underflow to 0
+            mean = float(q @ (magnitude / scale)) / float(q.sum())
+            scale *= min(1.0, float(cap) * mean)
     w = gradient / scale if scale > 0 else np.zeros_like(gradient)
     return (w[cell_of_row] < 0).astype(np.int64), np.minimum(np.abs(w[cell_of_row]), 1.0)
 
