@@ -253,3 +253,97 @@ def test_majority_fallback_predicts_the_released_majority_label(monkeypatch):
     ).fit(X, y_rare, sensitive_features=s)
     assert flipped.best_params_["family"] == "majority"
     assert (flipped.predict(X[:20]) == 1).all()
+
+
+# -- what the runs show (audit: K and the unselected runs stay secret) ------------------
+def test_only_the_selected_runs_warnings_are_shown(monkeypatch):
+    """Repeat-and-select keeps K and every unselected run secret: a run's warnings are
+    outputs of that run, so only the selected run's are shown, and never one computed on
+    exact rows (DegenerateModelWarning)."""
+    import warnings
+
+    from skfairdp._fit.degenerate import DegenerateModelWarning
+
+    X, y, s = _data(n=1500)
+    fit = FairCandidate.fit
+    runs = []
+
+    def noisy_fit(self, X, y, **kw):
+        out = fit(self, X, y, **kw)
+        self.run_id = len(runs)
+        runs.append(self)
+        warnings.warn(f"run {self.run_id}", UserWarning, stacklevel=2)
+        warnings.warn("exact rows", DegenerateModelWarning, stacklevel=2)
+        return out
+
+    monkeypatch.setattr(FairCandidate, "fit", noisy_fit)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        search = FairModelSearch(
+            "demographic_parity", 0.5, epsilon=4.0, candidates=FERMI, n_candidates_mean=6,
+            random_state=0,
+        ).fit(X, y, sensitive_features=s)  # fmt: skip
+    assert len(runs) >= 3  # the test's power: several runs, one selected
+    texts = [str(w.message) for w in shown if str(w.message).startswith("run ")]
+    assert not [w for w in shown if issubclass(w.category, DegenerateModelWarning)]
+    if search.best_params_["family"] == "majority":
+        assert texts == []
+    else:
+        assert texts == [f"run {search.best_estimator_.run_id}"]
+
+
+def test_every_run_is_given_the_search_domain(monkeypatch):
+    """A group's presence in a run's training part depends on its private count: each run
+    is told the domain of all rows (or the declared one) and keeps a group its part lacks;
+    before, CGOO raised on the empty cell and the others learned their groups from the part."""
+    X, y, s = _data(n=1200, seed=1)
+    s = np.where(s == 1, "b", "a").astype(object)
+    s[:2] = "c"  # two rows: absent from a 60 % training part with probability 0.16
+    seen = []
+    fit = FairCandidate.fit
+
+    def spy(self, X, y, *, sensitive_features=None):
+        seen.append((self.sensitive_values, set(sensitive_features)))
+        return fit(self, X, y, sensitive_features=sensitive_features)
+
+    monkeypatch.setattr(FairCandidate, "fit", spy)
+    lacking = 0
+    for seed in range(8):
+        seen.clear()
+        FairModelSearch(
+            "equalized_odds", 0.3, epsilon=2.0, n_candidates_mean=1, random_state=seed,
+            candidates=[{"family": ["cgoo", "dpfermi", "raco"], "knob": [0.1]}],
+        ).fit(X, y, sensitive_features=s)  # fmt: skip
+        assert all(list(values) == ["a", "b", "c"] for values, _ in seen)
+        lacking += sum("c" not in present for _, present in seen)
+    assert lacking >= 1  # the test's power: some run's part had no row of "c"
+
+
+def test_declared_domain_is_checked_like_a_single_fits():
+    """The search's own input is the user's: a declared group with no row in it, or a
+    value outside the declaration, is the clear error a single fit gives."""
+    X, y, s = _data(n=900)
+    search = FairModelSearch(
+        "demographic_parity", 0.3, epsilon=2.0, candidates=FERMI, n_candidates_mean=1,
+        sensitive_values=[1, 0], random_state=0,
+    ).fit(X, y, sensitive_features=s)  # fmt: skip
+    assert search.group_label_counts_.shape == (2, 2)
+    with pytest.raises(ValueError, match="not in the declared sensitive_values"):
+        search.set_params(sensitive_values=[0, 2]).fit(X, y, sensitive_features=s)
+    with pytest.raises(ValueError, match="no rows for 1 of the 3 group"):
+        search.set_params(sensitive_values=[0, 1, 2]).fit(X, y, sensitive_features=s)
+
+
+def test_a_declared_empty_group_still_raises_outside_a_search():
+    """The clear error for bad input stays for a single fit; only a search's runs, whose
+    parts are random, keep an empty declared group."""
+    from skfairdp import CGOOReduction
+    from skfairdp._fit.search_run import search_run
+
+    X, y, s = _data(n=600)
+    est = CGOOReduction(constraints="demographic_parity", sensitive_values=[0, 1, 2],
+                        random_state=0)  # fmt: skip
+    with pytest.raises(ValueError, match="no rows for 1 of the 3 group"):
+        est.fit(X, y, sensitive_features=s)
+    with search_run():
+        assert est.fit(X, y, sensitive_features=s).group_encoder_.n_groups_ == 3

@@ -573,3 +573,27 @@ def test_a_step_that_reads_rows_without_noise_gets_a_clear_error(data):
     search = PrivateSearchCV(pipe, {"toyprivateclassifier__threshold": [0.0, 1.0]}, epsilon=1.0)
     with pytest.raises(ValueError, match=r"(?s)without noise.*standardscaler: StandardScaler"):
         search.fit(X, y)
+
+
+class _Warning(ToyPrivateClassifier):
+    """Warns with its threshold at fit: one warning per run, naming the run."""
+
+    def fit(self, X, y, *, sensitive_features=None):
+        from skfairdp._fit.degenerate import DegenerateModelWarning
+
+        warnings.warn(f"run {self.threshold:.6f}", UserWarning, stacklevel=2)
+        warnings.warn("exact rows", DegenerateModelWarning, stacklevel=2)
+        return super().fit(X, y, sensitive_features=sensitive_features)
+
+
+def test_only_the_selected_runs_warnings_are_shown(data):
+    """K and the unselected runs stay secret (repeat-and-select): their warnings too."""
+    X, y, _ = data
+    space = {"threshold": list(np.linspace(-1.0, 1.0, 41))}
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        search = PrivateSearchCV(_Warning(), space, n_candidates_mean=8, random_state=0)
+        search.fit(X, y)
+    texts = [str(w.message) for w in shown if str(w.message).startswith("run ")]
+    assert texts == [f"run {search.best_params_['threshold']:.6f}"]
+    assert not [w for w in shown if "exact rows" in str(w.message)]

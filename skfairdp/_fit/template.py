@@ -37,6 +37,7 @@ from . import budget
 from .context import FitContext, NoisePlan
 from .degenerate import warn_if_degenerate
 from .schedules import AutoSchedule, resolve_clip, resolve_schedule
+from .search_run import allow_empty_declared_groups
 from .source import SourceGroups, read_source
 from .threads import torch_threads
 from .validation import check_sample_weight
@@ -298,12 +299,14 @@ class PrivateFitMixin:
         if isinstance(sensitive_features, SourceGroups):  # encode the combinations, map the rows
             table = sensitive_features.table
             codes, self.group_encoder_ = encode_sensitive_features(
-                table, len(table), sensitive_values=self.sensitive_values
-            )
+                table, len(table), sensitive_values=self.sensitive_values,
+                allow_empty_groups=allow_empty_declared_groups(self.sensitive_values),
+            )  # fmt: skip
             return codes[sensitive_features.index]
         codes, self.group_encoder_ = encode_sensitive_features(
-            sensitive_features, n_samples, sensitive_values=self.sensitive_values
-        )
+            sensitive_features, n_samples, sensitive_values=self.sensitive_values,
+            allow_empty_groups=allow_empty_declared_groups(self.sensitive_values),
+        )  # fmt: skip
         return codes
 
     def _upfront_releases(self, ctx: FitContext) -> dp_accounting.DpEvent:

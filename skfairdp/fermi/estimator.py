@@ -232,9 +232,10 @@ class DPFermiClassifier(ConstantFallbackMixin, PrivateClassifierBase):
     effective_noise_multiplier_ : float
         Joint multiplier of the per-step releases.
     history_ : skorch.history.History
-        Per epoch: ``loss``, ``psi`` (ERMI surrogate at the current W), ``epsilon``
-        spent so far, ``steps``, ``dur``. Loss and psi are computed on raw
-        training batches and are NOT covered by the privacy guarantee.
+        Per epoch: ``epsilon`` spent so far, ``steps``, ``dur``; with
+        ``record_private_diagnostics=True`` also ``loss`` and ``psi`` (the ERMI
+        surrogate at the current W), computed on raw training batches and NOT
+        covered by the privacy guarantee.
     n_steps_ : int
     constant_check_ : ConstantCheck or None
         ``fallback_to_constant``'s released counts and conclusion; ``None`` when it

@@ -70,8 +70,9 @@ from .candidates import check_space, configured, draw_params, planning_candidate
 from .certificate import certify
 from .distributions import DISTRIBUTIONS, draw_n_runs, run_distribution_shape
 from .families import FAMILIES, FairCandidate, MajorityClass, default_space
-from .inputs import check_search_input, held_out_split
+from .inputs import check_search_input, declared_domain, held_out_split
 from .resolution import STRATEGIES, best_case_upper, self_bounded_space
+from .run_warnings import held_warnings, show_selected
 from .statistics import confusion_cells, noisy_statistics
 from .tiers import (
     OUTSIDE,
@@ -149,6 +150,11 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     score_noise_multiplier : float or "auto", default="auto"
         Noise std of each validation and certification count; ``"auto"``: one such
         release alone is ``(epsilon / 5, delta / 5)``-DP.
+    sensitive_values : None, list, list of lists or dict, default=None
+        Public declaration of the groups (as for every estimator). Every run is
+        given the search's domain (this one, or the groups of all rows passed to
+        ``fit``), never the groups its own training part happens to hold: which
+        groups land in a part depends on their private counts (:mod:`skfairdp._fit.search_run`).
     random_state : int, RandomState or None, default=None
     secure_mode : bool, default=False
 
@@ -245,6 +251,7 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             Interval(numbers.Real, 0, None, closed="neither"),
             StrOptions({"auto"}),
         ],
+        "sensitive_values": [None, "array-like", dict],
         "random_state": ["random_state"],
         "secure_mode": ["boolean"],
     }
@@ -254,7 +261,8 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         group_at_predict=False, candidates="auto", n_candidates_mean=3.0,
         distribution="truncated_negative_binomial", shape=0.5, validation_size=0.2,
         certification_size=0.2, confidence=0.95, strategy="auto", if_none_qualifies="warn",
-        score_noise_multiplier="auto", random_state=None, secure_mode=False,
+        score_noise_multiplier="auto", sensitive_values=None, random_state=None,
+        secure_mode=False,
     ):  # fmt: skip
         store_parameters(self, locals())
 
@@ -338,7 +346,9 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self
         """
         spaces = self._spaces()
-        X, y, groups, encoder = check_search_input(X, y, sensitive_features, self.fairness)
+        X, y, groups, encoder = check_search_input(
+            X, y, sensitive_features, self.fairness, sensitive_values=self.sensitive_values
+        )
         self.classes_ = np.unique(y)
         if len(self.classes_) != 2:
             raise ValueError(
@@ -392,6 +402,7 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 "use another distribution or random_state"
             )
         model, params, stats = best
+        show_selected(stats["warnings"])
         self.best_estimator_, self.best_params_ = model, params
         self.best_score_ = stats["score"]
         self.best_violation_upper_ = stats["upper"]
@@ -458,8 +469,10 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """One run: a private fit on the training part, checked against the plan, then scored."""
         X_tr, y_tr, _, raw_tr = train
         model = configured(FairCandidate(fairness=self.fairness), params, budget.epsilon, delta)
-        model = seed_run(model.set_params(secure_mode=self.secure_mode), random)
-        model.fit(X_tr, y_tr, sensitive_features=raw_tr)
+        model.set_params(secure_mode=self.secure_mode, sensitive_values=declared_domain(encoder))
+        model = seed_run(model, random)
+        with held_warnings() as caught:  # shown only if this run is selected
+            model.fit(X_tr, y_tr, sensitive_features=raw_tr)
         run = EventRecorder()
         run.record(spent_event(model))
         if not dominates(budget.fit_event, run.build()):
@@ -468,7 +481,8 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 f"({run.build()}); its accounting would not hold"
             )
         X_v, y_v, g_v, raw_v = validation
-        y_pred = np.asarray(model.predict(X_v, sensitive_features=raw_v))
+        with held_warnings() as predicting:
+            y_pred = np.asarray(model.predict(X_v, sensitive_features=raw_v))
         cells = confusion_cells(self.classes_, y_v, y_pred, g_v, encoder.n_groups_)
         noisy, _ = noisy_count(torch.as_tensor(cells, dtype=torch.float64), z, random, run)
         noisy = noisy.numpy()
@@ -491,8 +505,10 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if key[0] == OUTSIDE or accuracy > stats["score"]:
             fallback = MajorityClass(self.classes_, self.majority_label_, X_tr.shape[1])
             return fallback, {"score": constant[1], "upper": 0.0, "key": constant,
-                              "params": {"family": "majority", "knob": None}}  # fmt: skip
-        return model, {"score": stats["score"], "upper": upper, "key": key}
+                              "params": {"family": "majority", "knob": None},
+                              "warnings": []}  # fmt: skip
+        return model, {"score": stats["score"], "upper": upper, "key": key,
+                       "warnings": caught + predicting}  # fmt: skip
 
     # -- the selected model -----------------------------------------------------------
     def predict(self, X, sensitive_features=None) -> np.ndarray:

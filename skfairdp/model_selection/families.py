@@ -82,6 +82,8 @@ class FairCandidate(ClassifierMixin, BaseEstimator):
         The notion, passed to the estimator.
     epsilon : float, default=1.0
     delta : float or "auto", default="auto"
+    sensitive_values : None, list, list of lists or dict, default=None
+        The public group domain, passed to the estimator.
     random_state : int, RandomState or None, default=None
     secure_mode : bool, default=False
 
@@ -109,13 +111,14 @@ class FairCandidate(ClassifierMixin, BaseEstimator):
 
     def __init__(
         self, family="dpfermi", knob=None, *, fairness="demographic_parity", epsilon=1.0,
-        delta="auto", random_state=None, secure_mode=False,
+        delta="auto", sensitive_values=None, random_state=None, secure_mode=False,
     ):  # fmt: skip
         self.family = family
         self.knob = knob
         self.fairness = fairness
         self.epsilon = epsilon
         self.delta = delta
+        self.sensitive_values = sensitive_values
         self.random_state = random_state
         self.secure_mode = secure_mode
 
@@ -131,6 +134,7 @@ class FairCandidate(ClassifierMixin, BaseEstimator):
             "delta": self.delta,
             "random_state": self.random_state,
             "secure_mode": self.secure_mode,
+            "sensitive_values": self.sensitive_values,
         }
         name = KNOBS.get(self.family)
         knob = {} if self.knob is None or name is None else {name: float(self.knob)}

@@ -15,6 +15,7 @@ from ..fairness.routing import routing_hint
 
 __all__ = [
     "check_search_input",
+    "declared_domain",
     "held_out_split",
     "independent_split",
     "part_share",
@@ -22,12 +23,14 @@ __all__ = [
 ]
 
 
-def check_search_input(X, y, sensitive_features, fairness: str | None) -> tuple:
+def check_search_input(
+    X, y, sensitive_features, fairness: str | None, sensitive_values=None
+) -> tuple:
     """``(X, y, groups, encoder)``: indexable rows, labels as an array, encoded groups.
 
     ``groups`` and ``encoder`` are None (one group) without ``fairness``; the
     encoder's ``n_groups_`` counts every group, not only those that land in the
-    validation part.
+    validation part (its domain: ``sensitive_values`` where declared).
     """
     reject_source(X, "PrivateSearchCV")
     X, y = indexable(X, y)
@@ -43,8 +46,17 @@ def check_search_input(X, y, sensitive_features, fairness: str | None) -> tuple:
         raise ValueError(
             f"fairness={fairness!r} needs fit(X, y, sensitive_features=...). {routing_hint()}"
         )
-    groups, encoder = encode_sensitive_features(sensitive_features, n)
+    groups, encoder = encode_sensitive_features(
+        sensitive_features, n, sensitive_values=sensitive_values
+    )
     return X, y, groups, encoder
+
+
+def declared_domain(encoder) -> list:
+    """The encoder's domain as ``sensitive_values`` (one list, or one list per attribute):
+    what a search declares to each run, so that no run learns its groups from its part."""
+    categories = [list(values) for values in encoder.categories_]
+    return categories[0] if len(categories) == 1 else categories
 
 
 def validation_rows(

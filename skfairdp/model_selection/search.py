@@ -78,6 +78,7 @@ from .candidates import check_space, configured, draw_params, planning_candidate
 from .distributions import DISTRIBUTIONS, draw_n_runs, run_distribution_shape
 from .inputs import check_search_input, held_out_split, validation_rows
 from .routing import routed_fit_params, training_rows
+from .run_warnings import held_warnings, show_selected
 from .selected import SelectedModelMixin
 from .statistics import (
     FAIRNESS,
@@ -389,6 +390,8 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         recorder.record(self._search_event(budget.fit_event, z))
         self.dp_event_ = recorder.build()
         self.privacy_spent_ = rdp_spent(self.dp_event_, delta)
+        if best is not None:
+            show_selected(best[3]["warnings"])
         self._store(best, encoder, delta, z, random.shareable_seed())
         return self
 
@@ -397,7 +400,8 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         X_train, y_train, routed_train = train
         est = seed_run(configured(self.estimator, params, budget.epsilon, delta), random)
         require_record_unit(est)
-        est.fit(X_train, y_train, **routed_train)
+        with held_warnings() as caught:  # shown only if this run is selected
+            est.fit(X_train, y_train, **routed_train)
         run = EventRecorder()
         run.record(spent_event(est))
         if not dominates(budget.fit_event, run.build()):
@@ -406,7 +410,9 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
                 f"({run.build()}); its accounting would not hold. Its parameters change the "
                 "fit's event in a way the planning draws missed: search them as lists."
             )
-        return est, self._score(est, *validation, z, random, run)
+        with held_warnings() as predicting:
+            stats = self._score(est, *validation, z, random, run)
+        return est, {**stats, "warnings": caught + predicting}
 
     def _score(self, est, X_val, y_val, groups, n_groups, z, random, recorder) -> dict:
         """The run's noisy validation statistics (one Gaussian release, sensitivity 1)."""

@@ -246,7 +246,11 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
         (``method="exponential"``: the Laplace counts and the selection).
     privacy_spent_ : PrivacySpent
         The accountant's price of ``dp_event_`` (``method="exponential"``: its
-        pure-DP ``(epsilon, 0)``).
+        pure-DP ``(epsilon, 0)``): the releases this fit made. An iteration a
+        constant atom answers makes none, and that choice reads released values,
+        so this can be below the guarantee: the mechanism's is the price of
+        ``planned_event(n)`` (at most the target; :func:`skfairdp.privacy.spent`
+        composes what was spent).
     classes_ : ndarray
         Classification only.
     n_features_in_, group_encoder_

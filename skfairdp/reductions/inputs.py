@@ -19,6 +19,7 @@ from .._fit.schedules import (
     cgoo_max_iter,
     cgoo_oracle_params,
 )
+from .._fit.search_run import allow_empty_declared_groups
 from .._fit.validation import check_sample_weight, check_X, check_y, check_y_numeric, densify
 from ..fairness import encode_sensitive_features
 from ..fairness.routing import routing_hint
@@ -159,9 +160,11 @@ def validate_data(
     )
     # the bound every sensitivity is scaled by (1 without weights, as every estimator's)
     max_weight = 1.0 if weights is None else float(est.max_sample_weight)
+    tolerate_empty = allow_empty_declared_groups(est.sensitive_values)
     groups, est.group_encoder_ = encode_sensitive_features(
-        sensitive_features, X.shape[0], sensitive_values=est.sensitive_values
-    )
+        sensitive_features, X.shape[0], sensitive_values=est.sensitive_values,
+        allow_empty_groups=tolerate_empty,
+    )  # fmt: skip
     n_groups = est.group_encoder_.n_groups_
     if n_groups < 2:
         raise ValueError(
@@ -185,7 +188,8 @@ def validate_data(
             f"{len(est.classes_)} classes ({list(est.classes_)[:5]!r})"
         )
     cells = cell_codes(groups, encoder.transform(y).astype(np.int64))
-    _check_every_cell_has_rows(est, cells, 2 * n_groups, weights)
+    if not tolerate_empty:
+        _check_every_cell_has_rows(est, cells, 2 * n_groups, weights)
     return X, CellPositives(cells, 2 * n_groups, weights, max_weight)
 
 
