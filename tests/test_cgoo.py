@@ -1593,3 +1593,31 @@ def test_released_noise_scales_with_the_weight_bound_and_its_consumers_use_it(
         assert fit.cell_frequencies_.min() * total >= 3.0 * counts_std * (1 - 1e-12)
         margins = [v for v in fit._noise_std if v > 0]  # the oracle atoms'
         np.testing.assert_allclose(np.multiply(margins, total), statistics_stds, rtol=1e-12)
+
+
+def test_free_iterations_are_charged_as_planned():
+    """Whether an iteration is answered by a free constant atom reads released values, so
+    what ran is an ex-post figure: every iteration is charged its planned oracle fit and
+    statistics release (audit). A linear objective that a constant answers every time
+    releases only the cell counts, yet spends the planned budget."""
+    from skfairdp import DPSGDClassifier
+    from skfairdp.privacy import epsilon_spent
+
+    rng = np.random.default_rng(0)
+    n = 2000
+    X = rng.normal(size=(n, 3))
+    s = rng.integers(0, 2, n)
+    y = (X[:, 0] + 0.5 * s + rng.normal(size=n) > 0.5).astype(int)
+
+    def few_positives(positives, cells):  # linear: the all-0 constant minimises it
+        return positives.sum()
+
+    red = CGOOReduction(DPSGDClassifier(max_epochs=2), objective=few_positives,
+                        difference_bound=0.1, epsilon=1.0, max_iter=4, random_state=0)  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        red.fit(X, y, sensitive_features=s)
+    assert red.n_oracle_calls_ == 0  # the test's power: nothing but the counts released
+    planned = epsilon_spent(red.planned_event(n), red.privacy_spent_.delta, accountant="rdp")
+    assert red.privacy_spent_.epsilon == pytest.approx(planned.epsilon, rel=1e-9)
+    assert red.privacy_spent_.epsilon > 0.99

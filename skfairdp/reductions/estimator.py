@@ -30,7 +30,7 @@ from .._fit.parameters import store_parameters
 from .._fit.schedules import cgoo_noise_margins
 from ..oracle import executed_event, spawn_oracle
 from ..privacy import EventRecorder, RandomSource, resolve_delta
-from ..privacy.events import compose
+from ..privacy.events import compose, gaussian_release_event
 from .atoms import ConstantAtom
 from .budget import REDUCTION_ACCOUNTANTS, ReductionNoise, calibrate_reduction, reduction_event
 from .constraints import CONSTRAINTS, default_smoothing
@@ -242,15 +242,15 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
     oracle_noise_multiplier_ : float or None
     dp_event_ : DpEvent
         What the fit's :class:`~skfairdp.privacy.EventRecorder` recorded: the cell
-        counts, then each oracle fit's ``dp_event_`` and its statistics release
+        counts, then each oracle fit's ``dp_event_`` and its statistics release (an
+        iteration a free constant atom answers: the planned ones, charged)
         (``method="exponential"``: the Laplace counts and the selection).
     privacy_spent_ : PrivacySpent
         The accountant's price of ``dp_event_`` (``method="exponential"``: its
-        pure-DP ``(epsilon, 0)``): the releases this fit made. An iteration a
-        constant atom answers makes none, and that choice reads released values,
-        so this can be below the guarantee: the mechanism's is the price of
-        ``planned_event(n)`` (at most the target; :func:`skfairdp.privacy.spent`
-        composes what was spent).
+        pure-DP ``(epsilon, 0)``): at most the target. An iteration a constant
+        atom answers releases nothing but is charged its planned oracle fit and
+        statistics release: whether it is free reads released values, so the
+        realised releases alone would be an ex-post figure, not a guarantee.
     classes_ : ndarray
         Classification only.
     n_features_in_, group_encoder_
@@ -454,6 +454,13 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
             free = statistics.free_response(gradient)
             if free is not None:
                 atom, J = atoms[free], stats[free]  # a free atom: its statistics are known
+                if private:
+                    # charged as planned although nothing is released: whether an
+                    # iteration is free reads released values, so what ran is an ex-post
+                    # figure; the guarantee is the plan's (a filter at the planned event)
+                    oracle_event = self._planned_oracle_event(template, X.shape[0], noise, delta)
+                    recorder.record(oracle_event)
+                    recorder.record(gaussian_release_event(noise.statistics))
             else:
                 # a private oracle's task weights may be capped (its noise is fixed by
                 # the weight bound; cgoo_capped_task); an exact oracle gets the exact task
@@ -639,12 +646,15 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
         check_oracle(template, True)
         delta, T = resolve_delta(self.delta, n), max_iter(self, n)
         noise = self._noise(template, n, delta, T, split)
-        if noise.oracle_budget is None:
-            oracle_event = template.planned_event(n, noise_multiplier=noise.oracle_noise_multiplier)
-        else:
-            oracle = clone(template).set_params(**self._oracle_budget(noise, delta))
-            oracle_event = oracle.planned_event(n)
+        oracle_event = self._planned_oracle_event(template, n, noise, delta)
         return reduction_event(noise.cells, noise.statistics, [oracle_event] * T)
+
+    def _planned_oracle_event(self, template, n: int, noise, delta: float):
+        """The event one oracle fit on ``n`` rows plans (what a free iteration is charged)."""
+        if noise.oracle_budget is None:
+            return template.planned_event(n, noise_multiplier=noise.oracle_noise_multiplier)
+        oracle = clone(template).set_params(**self._oracle_budget(noise, delta))
+        return oracle.planned_event(n)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
