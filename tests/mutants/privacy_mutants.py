@@ -8,7 +8,9 @@ a bug class a peer DP library shipped, issue 35: Opacus #571/#819, diffprivlib #
 SmartNoise #622, OpenDP #2345/#2708, jax-privacy #84; 5 an interval that reports
 less uncertainty than the release has, issue 35; 6 private rows left readable on disk,
 issue 35; 7 a fitted object that keeps a seed of its noise, or a split whose parts a
-neighbouring row shifts, issue 34's audit) and ``focus`` (the test file
+neighbouring row shifts, issue 34's audit; 8 a search that shows what its accounting keeps
+secret: the number of runs, an unselected run's output, the groups a run's random part
+holds) and ``focus`` (the test file
 expected to catch it, run first). ``tools/mutation_score.py``
 applies each to a copy of the repository and runs the privacy tests. This is data, not a
 test module; add a mutant with every new release.
@@ -674,5 +676,53 @@ MUTANTS = [
         "float(pinv.max())",
         "description": "calibration='paper' sizes its noise from the server's pinv",
         "focus": "tests/test_federated.py",
+    },
+    {
+        "name": "search-shows-every-runs-warnings",
+        "klass": 8,
+        "file": "skfairdp/model_selection/run_warnings.py",
+        "old": "    with warnings.catch_warnings(record=True) as caught, search_run():\n"
+        '        warnings.simplefilter("always")\n        yield caught',
+        "new": "    with search_run():\n        yield []",
+        "description": "every run's warnings reach the caller (K and unselected runs shown)",
+        "focus": "tests/test_fair_model_search.py",
+    },
+    {
+        "name": "search-shows-exact-row-warnings",
+        "klass": 8,
+        "file": "skfairdp/model_selection/run_warnings.py",
+        "old": "        if issubclass(message.category, NOT_SHOWN):",
+        "new": "        if False:",
+        "description": "the selected run's DegenerateModelWarning (exact rows) shown",
+        "focus": "tests/test_fair_model_search.py",
+    },
+    {
+        "name": "search-run-groups-from-its-part",
+        "klass": 8,
+        "file": "skfairdp/model_selection/fair_search.py",
+        "old": "model.set_params(secure_mode=self.secure_mode, "
+        "sensitive_values=declared_domain(encoder))",
+        "new": "model.set_params(secure_mode=self.secure_mode)",
+        "description": "a FairModelSearch run learns its groups from its random training part",
+        "focus": "tests/test_fair_model_search.py",
+    },
+    {
+        "name": "cgoo-free-iteration-uncharged",
+        "klass": 8,
+        "file": "skfairdp/reductions/estimator.py",
+        "old": "                    recorder.record(oracle_event)\n"
+        "                    recorder.record(gaussian_release_event(noise.statistics))",
+        "new": "                    pass",
+        "description": "CGOO prices only the iterations that released (an ex-post figure)",
+        "focus": "tests/test_cgoo.py",
+    },
+    {
+        "name": "sampler-lost-pass-kept",
+        "klass": 6,
+        "file": "skfairdp/data/buckets.py",
+        "old": "        for folder in list(self.folders):\n            folder.remove()",
+        "new": "        for folder in list(self.folders):\n            pass",
+        "description": "close() leaves the folder of a pass whose future was lost",
+        "focus": "tests/test_out_of_core_sampling.py",
     },
 ]
