@@ -45,6 +45,11 @@ GOLDEN_HOLDOUT = {
     "doctor-visits": (5190, 10, 1049, {"female": 2702, "male": 2488}),
     "card-applications": (1312, 8, 1017, {"30 and over": 730, "under 30": 582}),
     "smoke-ban": (10000, 9, 2423, {"female": 5637, "male": 4363}),
+    "gss-happiness": (16148, 66, 4980, {"black|female": 1377, "black|male": 801,
+                                        "nonblack|female": 7448, "nonblack|male": 6522}),
+    "islr-wage": (2963, 18, 1474, {"1. White": 2480, "2. Black": 293, "3. Asian": 190}),
+    "chile-vote": (1703, 12, 836, {"F": 814, "M": 889}),
+    "card-wage": (2944, 29, 1473, {"black": 674, "other": 2270}),
 }  # fmt: skip
 GOLDEN_ALL = {**GOLDEN, **GOLDEN_HOLDOUT}
 EVERY = ZOO + HOLDOUT
@@ -93,7 +98,11 @@ def test_numeric_features_are_z_scored_and_the_rest_binary(name):
     # one-hot blocks: exactly one indicator per row
     offset = k + len(recipe.binary)
     for column in recipe.categorical:
-        width = sum(f.startswith(f"{column}_") for f in bunch.feature_names)
+        longer = [c for c in recipe.categorical if c != column and c.startswith(f"{column}_")]
+        width = sum(
+            f.startswith(f"{column}_") and not f.startswith(tuple(f"{c}_" for c in longer))
+            for f in bunch.feature_names
+        )  # ISLR Wage: health and health_ins
         np.testing.assert_array_equal(bunch.data[:, offset : offset + width].sum(axis=1), 1.0)
         offset += width
     assert offset == bunch.data.shape[1]
