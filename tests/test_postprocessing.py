@@ -501,3 +501,31 @@ def test_overwhelming_noise_still_gives_a_valid_randomised_rule(constraints):
         assert np.all(np.isfinite(pmf)) and np.all((pmf >= -1e-12) & (pmf <= 1 + 1e-12))
     empty = optimize_thresholds(np.zeros((2, 2, 5)), constraints, "accuracy_score")
     assert np.all(np.isfinite(empty.positive_probability(np.array([0, 1]), np.array([0, 4]))))
+
+
+def test_degenerate_check_reads_the_thresholds_decisions_not_the_bases():
+    """The base's decisions do not matter to the thresholds (they work from its scores):
+    its DegenerateModelWarning is not shown; the post-processor checks its own
+    decisions, and names the causes that apply to it (fresh-table probe: every
+    DPThresholdOptimizer fit on a no-signal table warned about the base's learning rate)."""
+    import warnings
+
+    from skfairdp._fit.degenerate import DegenerateModelWarning
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    X = rng.normal(size=(n, 3))
+    s = rng.integers(0, 2, n)
+    y = (rng.random(n) < 0.25).astype(int)  # nothing predicts it: the constant 0 wins
+    post = DPThresholdOptimizer(DPSGDClassifier(), epsilon=1.0, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        post.fit(X, y, sensitive_features=s)
+    messages = [str(w.message) for w in caught if w.category is DegenerateModelWarning]
+    assert len(messages) == 1 and messages[0].startswith("DPThresholdOptimizer:")
+    assert "scores do not separate the classes" in messages[0]
+    y_signal = (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        post.fit(X, y_signal, sensitive_features=s)
+    assert not [w for w in caught if w.category is DegenerateModelWarning]

@@ -88,3 +88,40 @@ def _warn(estimator, what: str, stacklevel: int) -> None:
         DegenerateModelWarning,
         stacklevel=stacklevel,
     )
+
+
+def warn_if_thresholds_degenerate(estimator, X, y01: np.ndarray, sensitive_features) -> None:
+    """A post-processor's check (:class:`DegenerateModelWarning`): its own decisions on the
+    training rows (``y01``: 1 for the positive class) give one class, or are less
+    accurate than the majority class.
+
+    Its base estimator's own warning is not shown (the thresholds work from its
+    scores, not its decisions); this one reads the post-processor's decisions, drawn
+    as ``predict`` draws them. One unnoised bit, like :func:`warn_if_degenerate`.
+    """
+    predicted = estimator.predict(X, sensitive_features=sensitive_features)
+    positive = predicted == estimator.classes_[1]
+    accuracy = float(np.mean(positive == (y01 == 1)))
+    majority = max(float(np.mean(y01)), 1.0 - float(np.mean(y01)))
+    single = bool(positive.all() or not positive.any())
+    if not single and accuracy >= majority:
+        return
+    what = (
+        f"predicts the single class {predicted[:1].tolist()[0]!r} for every training row"
+        if single
+        else "is less accurate on its training data than predicting the majority class "
+        "(below the majority-class rate)"
+    )
+    causes = [
+        "a base estimator whose scores do not separate the classes (features that "
+        "predict nothing better than a constant, or its own noise: a larger epsilon)",
+        "noisy counts of small groups (a larger epsilon, fewer n_bins or a looser tol)",
+    ]
+    warnings.warn(
+        f"{type(estimator).__name__}: the fitted model {what}. Likely causes: "
+        + "; ".join(causes)
+        + ". (This check reads the training data; it is not part of the privacy guarantee "
+        "and nothing of it is stored in the model.)",
+        DegenerateModelWarning,
+        stacklevel=3,
+    )
