@@ -120,7 +120,9 @@ def report(rows: list[dict], files: list[str], baseline_s: float) -> str:
         "sensitivity than the release has; 2: noise drawn and recorded, the exact statistic "
         "used; 3: `secure_mode=True` falling back to a seeded generator; 4: a bug class a "
         "peer DP library shipped; 5: an interval more optimistic than the release; "
-        "issue 35).",
+        "issue 35; 6: private rows left readable on disk; 7: a fitted object that keeps a "
+        "seed of its noise, or a split a neighbouring row shifts; 8: a search that shows "
+        "what its accounting keeps secret).",
         "",
         f"Tests run per mutant (`pytest -x`, the mutant's focus file first): "
         f"{', '.join(f'`{f}`' for f in files)}; the unmutated subset passes in "
