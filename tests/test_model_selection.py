@@ -597,3 +597,34 @@ def test_only_the_selected_runs_warnings_are_shown(data):
     texts = [str(w.message) for w in shown if str(w.message).startswith("run ")]
     assert texts == [f"run {search.best_params_['threshold']:.6f}"]
     assert not [w for w in shown if "exact rows" in str(w.message)]
+
+
+def test_runs_are_given_the_searchs_group_domain(monkeypatch):
+    """A run's random part may lack a rare group: each run's undeclared sensitive_values
+    is set to the groups of all rows, so no run learns its groups from its part."""
+    from skfairdp import DPFermiClassifier
+
+    rng = np.random.default_rng(0)
+    n = 800
+    X = rng.normal(size=(n, 3))
+    s = np.where(rng.random(n) < 0.5, "a", "b").astype(object)
+    s[:1] = "c"  # one row: absent from a run's 80 % part with probability 0.2
+    y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
+    seen = []
+    fit = DPFermiClassifier.fit
+
+    def spy(self, X, y, **kw):
+        seen.append((self.sensitive_values, set(kw["sensitive_features"])))
+        return fit(self, X, y, **kw)
+
+    monkeypatch.setattr(DPFermiClassifier, "fit", spy)
+    lacking = 0
+    for seed in range(10):
+        seen.clear()
+        PrivateSearchCV(
+            DPFermiClassifier(max_epochs=2), {"fairness_weight": [1.0, 4.0]},
+            fairness="demographic_parity", n_candidates_mean=2, random_state=seed,
+        ).fit(X, y, sensitive_features=s)  # fmt: skip
+        assert seen and all(list(values) == ["a", "b", "c"] for values, _ in seen)
+        lacking += sum("c" not in present for _, present in seen)
+    assert lacking >= 1  # the test's power: some run's part had no row of "c"

@@ -11,6 +11,8 @@ and stores nothing in the fitted model.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 from sklearn.base import is_regressor
@@ -125,3 +127,12 @@ def warn_if_thresholds_degenerate(estimator, X, y01: np.ndarray, sensitive_featu
         DegenerateModelWarning,
         stacklevel=3,
     )
+
+
+@contextmanager
+def degenerate_warnings_hidden() -> Iterator[None]:
+    """Hide :class:`DegenerateModelWarning` in this block (an inner fit whose decisions
+    its owner does not use, and whose owner checks its own)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateModelWarning)
+        yield

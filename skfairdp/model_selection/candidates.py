@@ -23,6 +23,7 @@ __all__ = [
     "budget_names",
     "check_space",
     "configured",
+    "declare_groups",
     "draw_params",
     "planning_candidates",
     "seed_run",
@@ -116,4 +117,18 @@ def seed_run(estimator, random: RandomSource) -> BaseEstimator:
         if leaf in child:
             keep_secure = leaf == "secure_mode" and value is True
             update[name] = True if keep_secure else child[leaf]
+    return estimator.set_params(**update)
+
+
+def declare_groups(estimator, domain) -> BaseEstimator:
+    """Set every undeclared ``sensitive_values`` of ``estimator`` (steps included) to the
+    search's ``domain``, so that no run learns its groups from its random part
+    (:mod:`skfairdp._fit.search_run`); ``domain`` None: nothing is set."""
+    if domain is None:
+        return estimator
+    update = {
+        name: domain
+        for name, value in estimator.get_params(deep=True).items()
+        if name.rsplit("__", 1)[-1] == "sensitive_values" and value is None
+    }
     return estimator.set_params(**update)

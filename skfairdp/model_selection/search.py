@@ -74,9 +74,16 @@ from .calibration import (
     auto_score_noise_multiplier,
     calibrate_inner_budget,
 )
-from .candidates import check_space, configured, draw_params, planning_candidates, seed_run
+from .candidates import (
+    check_space,
+    configured,
+    declare_groups,
+    draw_params,
+    planning_candidates,
+    seed_run,
+)
 from .distributions import DISTRIBUTIONS, draw_n_runs, run_distribution_shape
-from .inputs import check_search_input, held_out_split, validation_rows
+from .inputs import check_search_input, declared_domain, held_out_split, validation_rows
 from .routing import routed_fit_params, training_rows
 from .run_warnings import held_warnings, show_selected
 from .selected import SelectedModelMixin
@@ -348,6 +355,7 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
             raise ValueError("max_violation needs a fairness notion: set fairness=...")
         X, y, groups, encoder = check_search_input(X, y, sensitive_features, self.fairness)
         n_groups = 1 if encoder is None else encoder.n_groups_
+        self._domain = None if encoder is None else declared_domain(encoder)
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
             raise ValueError(
@@ -398,7 +406,8 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
     def _run(self, params, train, validation, budget, delta, z, random) -> tuple:
         """One run: a private fit on the training part, checked against the plan, then scored."""
         X_train, y_train, routed_train = train
-        est = seed_run(configured(self.estimator, params, budget.epsilon, delta), random)
+        est = configured(self.estimator, params, budget.epsilon, delta)
+        est = seed_run(declare_groups(est, self._domain), random)
         require_record_unit(est)
         with held_warnings() as caught:  # shown only if this run is selected
             est.fit(X_train, y_train, **routed_train)

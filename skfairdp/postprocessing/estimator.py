@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import warnings
 from numbers import Integral, Real
 
 import dp_accounting
@@ -14,7 +13,7 @@ from sklearn.utils import get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted, column_or_1d
 
-from .._fit.degenerate import DegenerateModelWarning, warn_if_thresholds_degenerate
+from .._fit.degenerate import degenerate_warnings_hidden, warn_if_thresholds_degenerate
 from .._fit.parameters import COMMON_CONSTRAINTS, store_parameters
 from .._fit.randomized import draw_classes, prediction_random
 from .._fit.validation import check_sample_weight, check_y
@@ -493,10 +492,8 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             kwargs["sensitive_features"] = sensitive_features
         if sample_weight is not None:
             kwargs["sample_weight"] = sample_weight
-        with warnings.catch_warnings():
-            # the thresholds work from its scores: fit() checks its own decisions
-            warnings.simplefilter("ignore", DegenerateModelWarning)
-            inner.fit(X, y, **kwargs)
+        with degenerate_warnings_hidden():  # the thresholds read its scores: fit() checks
+            inner.fit(X, y, **kwargs)  # its own decisions (warn_if_thresholds_degenerate)
         if self._private() and getattr(inner, "dp_event_", None) is None:
             raise ValueError(
                 f"the fitted {type(inner).__name__} records no dp_event_: its fit is not known "

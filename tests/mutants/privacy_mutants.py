@@ -725,4 +725,13 @@ MUTANTS = [
         "description": "close() leaves the folder of a pass whose future was lost",
         "focus": "tests/test_out_of_core_sampling.py",
     },
+    {
+        "name": "privsearch-run-groups-from-its-part",
+        "klass": 8,
+        "file": "skfairdp/model_selection/search.py",
+        "old": "        est = seed_run(declare_groups(est, self._domain), random)",
+        "new": "        est = seed_run(est, random)",
+        "description": "a PrivateSearchCV run learns its groups from its random training part",
+        "focus": "tests/test_model_selection.py",
+    },
 ]
