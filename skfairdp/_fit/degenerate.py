@@ -37,13 +37,18 @@ def warn_if_degenerate(estimator, X, y) -> None:
         _warn_if_worse_than_mean(estimator, X, y)
         return
     predicted = estimator.predict(X)
-    accuracy = float(np.mean(predicted == y))
     _, counts = np.unique(y, return_counts=True)
-    majority = counts.max() / counts.sum()
+    what = _failure(predicted, float(np.mean(predicted == y)), counts.max() / counts.sum())
+    if what is not None:
+        _warn(estimator, what, stacklevel=5)  # user -> fit -> _private_fit -> here -> _warn
+
+
+def _failure(predicted: np.ndarray, accuracy: float, majority: float) -> str | None:
+    """What is degenerate about these training decisions, or None."""
     single = len(np.unique(predicted)) == 1
     if not single and accuracy >= majority:
-        return
-    what = (
+        return None
+    return (
         f"predicts the single class {predicted[:1].tolist()[0]!r} for every training row"
         if single
         # no numbers: the warning may end up in logs, and exact training accuracy is an
@@ -51,7 +56,6 @@ def warn_if_degenerate(estimator, X, y) -> None:
         else "is less accurate on its training data than predicting the majority class "
         "(below the majority-class rate)"
     )
-    _warn(estimator, what, stacklevel=5)  # user -> fit -> _private_fit -> here -> _warn
 
 
 def _is_regressor(estimator) -> bool:
@@ -82,6 +86,10 @@ def _warn(estimator, what: str, stacklevel: int) -> None:
         "features that do not predict the label better than a constant (a non-private "
         "model fitted on them may do no better)"
     )
+    _emit(estimator, what, causes, stacklevel + 1)
+
+
+def _emit(estimator, what: str, causes: list[str], stacklevel: int) -> None:
     warnings.warn(
         f"{type(estimator).__name__}: the fitted model {what}. Likely causes: "
         + "; ".join(causes)
@@ -103,30 +111,16 @@ def warn_if_thresholds_degenerate(estimator, X, y01: np.ndarray, sensitive_featu
     """
     predicted = estimator.predict(X, sensitive_features=sensitive_features)
     positive = predicted == estimator.classes_[1]
-    accuracy = float(np.mean(positive == (y01 == 1)))
-    majority = max(float(np.mean(y01)), 1.0 - float(np.mean(y01)))
-    single = bool(positive.all() or not positive.any())
-    if not single and accuracy >= majority:
+    share = float(np.mean(y01))
+    what = _failure(predicted, float(np.mean(positive == (y01 == 1))), max(share, 1.0 - share))
+    if what is None:
         return
-    what = (
-        f"predicts the single class {predicted[:1].tolist()[0]!r} for every training row"
-        if single
-        else "is less accurate on its training data than predicting the majority class "
-        "(below the majority-class rate)"
-    )
     causes = [
         "a base estimator whose scores do not separate the classes (features that "
         "predict nothing better than a constant, or its own noise: a larger epsilon)",
         "noisy counts of small groups (a larger epsilon, fewer n_bins or a looser tol)",
     ]
-    warnings.warn(
-        f"{type(estimator).__name__}: the fitted model {what}. Likely causes: "
-        + "; ".join(causes)
-        + ". (This check reads the training data; it is not part of the privacy guarantee "
-        "and nothing of it is stored in the model.)",
-        DegenerateModelWarning,
-        stacklevel=3,
-    )
+    _emit(estimator, what, causes, stacklevel=4)  # user -> fit -> here -> _emit
 
 
 @contextmanager
