@@ -38,18 +38,19 @@ def warn_if_degenerate(estimator, X, y) -> None:
         return
     predicted = estimator.predict(X)
     _, counts = np.unique(y, return_counts=True)
-    what = _failure(predicted, float(np.mean(predicted == y)), counts.max() / counts.sum())
+    single = predicted[:1].tolist() if len(np.unique(predicted)) == 1 else []
+    what = _failure(single, float(np.mean(predicted == y)), counts.max() / counts.sum())
     if what is not None:
         _warn(estimator, what, stacklevel=5)  # user -> fit -> _private_fit -> here -> _warn
 
 
-def _failure(predicted: np.ndarray, accuracy: float, majority: float) -> str | None:
-    """What is degenerate about these training decisions, or None."""
-    single = len(np.unique(predicted)) == 1
+def _failure(single: list, accuracy: float, majority: float) -> str | None:
+    """What is degenerate about training decisions, or None; ``single``: ``[c]`` when
+    every decision is class ``c``, else empty."""
     if not single and accuracy >= majority:
         return None
     return (
-        f"predicts the single class {predicted[:1].tolist()[0]!r} for every training row"
+        f"predicts the single class {single[0]!r} for every training row"
         if single
         # no numbers: the warning may end up in logs, and exact training accuracy is an
         # unnoised statistic of the private data (the warning itself is one bit)
@@ -100,19 +101,22 @@ def _emit(estimator, what: str, causes: list[str], stacklevel: int) -> None:
     )
 
 
-def warn_if_thresholds_degenerate(estimator, X, y01: np.ndarray, sensitive_features) -> None:
-    """A post-processor's check (:class:`DegenerateModelWarning`): its own decisions on the
-    training rows (``y01``: 1 for the positive class) give one class, or are less
-    accurate than the majority class.
+def warn_if_thresholds_degenerate(estimator, positive: np.ndarray, y01: np.ndarray) -> None:
+    """A post-processor's check (:class:`DegenerateModelWarning`) of its own decisions on
+    the training rows: ``positive``, each row's probability of the positive class (its
+    thresholds on the scores the fit binned; no second pass), ``y01`` 1 for that class.
+    It warns where every decision is one class, or the expected accuracy is below the
+    majority class's.
 
     Its base estimator's own warning is not shown (the thresholds work from its
-    scores, not its decisions); this one reads the post-processor's decisions, drawn
-    as ``predict`` draws them. One unnoised bit, like :func:`warn_if_degenerate`.
+    scores, not its decisions). One unnoised bit, like :func:`warn_if_degenerate`.
     """
-    predicted = estimator.predict(X, sensitive_features=sensitive_features)
-    positive = predicted == estimator.classes_[1]
+    classes = estimator.classes_.tolist()
+    single = [classes[1]] if np.all(positive == 1.0) else []
+    single = [classes[0]] if np.all(positive == 0.0) else single
     share = float(np.mean(y01))
-    what = _failure(predicted, float(np.mean(positive == (y01 == 1))), max(share, 1.0 - share))
+    accuracy = float(np.mean(np.where(y01 == 1, positive, 1.0 - positive)))
+    what = _failure(single, accuracy, max(share, 1.0 - share))
     if what is None:
         return
     causes = [

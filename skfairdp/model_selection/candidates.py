@@ -16,6 +16,7 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.pipeline import Pipeline
 
 from ..privacy import RandomSource
+from .inputs import declared_domain
 
 __all__ = [
     "MAX_PLANNED_GRID",
@@ -23,7 +24,6 @@ __all__ = [
     "budget_names",
     "check_space",
     "configured",
-    "declare_groups",
     "draw_params",
     "planning_candidates",
     "seed_run",
@@ -97,11 +97,25 @@ def budget_names(estimator) -> tuple[str, str]:
     return "epsilon", "delta"
 
 
-def configured(estimator, params: dict, epsilon: float, delta: float) -> BaseEstimator:
-    """An unfitted clone of ``estimator`` with the candidate's ``params`` and the inner budget."""
+def configured(estimator, params: dict, epsilon: float, delta: float, groups=None) -> BaseEstimator:
+    """An unfitted clone of ``estimator`` with the candidate's ``params`` and the inner budget.
+
+    ``groups``: a search's encoder of all rows; every undeclared ``sensitive_values``
+    (steps included) is set to its domain, so that no run learns its groups from its
+    random part (:mod:`skfairdp._fit.search_run`). None: nothing is declared.
+    """
     eps_name, delta_name = budget_names(estimator)
     est = clone(estimator).set_params(**params)
-    return est.set_params(**{eps_name: epsilon, delta_name: delta})
+    est.set_params(**{eps_name: epsilon, delta_name: delta})
+    if groups is None:
+        return est
+    domain = declared_domain(groups)
+    undeclared = [
+        name
+        for name, value in est.get_params(deep=True).items()
+        if name.rsplit("__", 1)[-1] == "sensitive_values" and value is None
+    ]
+    return est.set_params(**dict.fromkeys(undeclared, domain))
 
 
 def seed_run(estimator, random: RandomSource) -> BaseEstimator:
@@ -117,18 +131,4 @@ def seed_run(estimator, random: RandomSource) -> BaseEstimator:
         if leaf in child:
             keep_secure = leaf == "secure_mode" and value is True
             update[name] = True if keep_secure else child[leaf]
-    return estimator.set_params(**update)
-
-
-def declare_groups(estimator, domain) -> BaseEstimator:
-    """Set every undeclared ``sensitive_values`` of ``estimator`` (steps included) to the
-    search's ``domain``, so that no run learns its groups from its random part
-    (:mod:`skfairdp._fit.search_run`); ``domain`` None: nothing is set."""
-    if domain is None:
-        return estimator
-    update = {
-        name: domain
-        for name, value in estimator.get_params(deep=True).items()
-        if name.rsplit("__", 1)[-1] == "sensitive_values" and value is None
-    }
     return estimator.set_params(**update)

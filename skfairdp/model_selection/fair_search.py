@@ -70,7 +70,7 @@ from .candidates import check_space, configured, draw_params, planning_candidate
 from .certificate import certify
 from .distributions import DISTRIBUTIONS, draw_n_runs, run_distribution_shape
 from .families import FAMILIES, FairCandidate, MajorityClass, default_space
-from .inputs import check_search_input, declared_domain, held_out_split
+from .inputs import check_search_input, held_out_split
 from .resolution import STRATEGIES, best_case_upper, self_bounded_space
 from .run_warnings import held_warnings, show_selected
 from .statistics import confusion_cells, noisy_statistics
@@ -468,9 +468,8 @@ class FairModelSearch(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def _run(self, params, train, validation, budget, delta, z, random, encoder):
         """One run: a private fit on the training part, checked against the plan, then scored."""
         X_tr, y_tr, _, raw_tr = train
-        model = configured(FairCandidate(fairness=self.fairness), params, budget.epsilon, delta)
-        model.set_params(secure_mode=self.secure_mode, sensitive_values=declared_domain(encoder))
-        model = seed_run(model, random)
+        candidate = FairCandidate(fairness=self.fairness, secure_mode=self.secure_mode)
+        model = seed_run(configured(candidate, params, budget.epsilon, delta, encoder), random)
         with held_warnings() as caught:  # shown only if this run is selected
             model.fit(X_tr, y_tr, sensitive_features=raw_tr)
         run = EventRecorder()

@@ -74,16 +74,9 @@ from .calibration import (
     auto_score_noise_multiplier,
     calibrate_inner_budget,
 )
-from .candidates import (
-    check_space,
-    configured,
-    declare_groups,
-    draw_params,
-    planning_candidates,
-    seed_run,
-)
+from .candidates import check_space, configured, draw_params, planning_candidates, seed_run
 from .distributions import DISTRIBUTIONS, draw_n_runs, run_distribution_shape
-from .inputs import check_search_input, declared_domain, held_out_split, validation_rows
+from .inputs import check_search_input, held_out_split, validation_rows
 from .routing import routed_fit_params, training_rows
 from .run_warnings import held_warnings, show_selected
 from .selected import SelectedModelMixin
@@ -355,7 +348,6 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
             raise ValueError("max_violation needs a fairness notion: set fairness=...")
         X, y, groups, encoder = check_search_input(X, y, sensitive_features, self.fairness)
         n_groups = 1 if encoder is None else encoder.n_groups_
-        self._domain = None if encoder is None else declared_domain(encoder)
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
             raise ValueError(
@@ -390,7 +382,7 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         best = None
         for _ in range(draw_n_runs(random, self.distribution, self.n_candidates_mean, self.shape)):
             params = draw_params(spaces, random)
-            est, stats = self._run(params, train, validation, budget, delta, z, random)
+            est, stats = self._run(params, train, validation, budget, delta, z, random, encoder)
             key = selection_key(stats, self.max_violation)
             if best is None or key > best[0]:
                 best = (key, est, params, stats)
@@ -403,11 +395,14 @@ class PrivateSearchCV(SelectedModelMixin, MetaEstimatorMixin, BaseEstimator):
         self._store(best, encoder, delta, z, random.shareable_seed())
         return self
 
-    def _run(self, params, train, validation, budget, delta, z, random) -> tuple:
-        """One run: a private fit on the training part, checked against the plan, then scored."""
+    def _run(self, params, train, validation, budget, delta, z, random, encoder) -> tuple:
+        """One run: a private fit on the training part, checked against the plan, then scored.
+
+        ``encoder``: the groups of all rows, declared to the run (None without fairness).
+        """
         X_train, y_train, routed_train = train
-        est = configured(self.estimator, params, budget.epsilon, delta)
-        est = seed_run(declare_groups(est, self._domain), random)
+        est = configured(self.estimator, params, budget.epsilon, delta, encoder)
+        est = seed_run(est, random)
         require_record_unit(est)
         with held_warnings() as caught:  # shown only if this run is selected
             est.fit(X_train, y_train, **routed_train)

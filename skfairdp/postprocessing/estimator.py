@@ -413,7 +413,7 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             epsilon_spent(self.dp_event_, self.delta_, **self._accountant_options())
             if self._private() else PrivacySpent(math.inf, 0.0)
         )  # fmt: skip
-        warn_if_thresholds_degenerate(self, X, y, sensitive_features)
+        warn_if_thresholds_degenerate(self, self.thresholds_.positive_probability(groups, bins), y)
         return self
 
     def _fit_groups(self, sensitive_features, n: int) -> np.ndarray:

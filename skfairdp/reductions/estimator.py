@@ -432,6 +432,7 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
         running = alpha @ np.vstack(stats) if stats else np.zeros(statistics.n_cells)
         stalled, n_stalls = False, 0
         kinds = [None] * len(atoms)  # per atom: None (free), True / False (capped task or not)
+        planned = None  # one oracle fit's planned event, charged to each free iteration
         for t in range(T):
             if self.fully_corrective and atoms:
                 alpha, gradient = restricted_master(
@@ -458,8 +459,9 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
                     # charged as planned although nothing is released: whether an
                     # iteration is free reads released values, so what ran is an ex-post
                     # figure; the guarantee is the plan's (a filter at the planned event)
-                    oracle_event = self._planned_oracle_event(template, X.shape[0], noise, delta)
-                    recorder.record(oracle_event)
+                    if planned is None:
+                        planned = self._planned_oracle_event(template, X.shape[0], noise, delta)
+                    recorder.record(planned)
                     recorder.record(gaussian_release_event(noise.statistics))
             else:
                 # a private oracle's task weights may be capped (its noise is fixed by

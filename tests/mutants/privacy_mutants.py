@@ -700,9 +700,8 @@ MUTANTS = [
         "name": "search-run-groups-from-its-part",
         "klass": 8,
         "file": "skfairdp/model_selection/fair_search.py",
-        "old": "model.set_params(secure_mode=self.secure_mode, "
-        "sensitive_values=declared_domain(encoder))",
-        "new": "model.set_params(secure_mode=self.secure_mode)",
+        "old": "seed_run(configured(candidate, params, budget.epsilon, delta, encoder), random)",
+        "new": "seed_run(configured(candidate, params, budget.epsilon, delta), random)",
         "description": "a FairModelSearch run learns its groups from its random training part",
         "focus": "tests/test_fair_model_search.py",
     },
@@ -710,7 +709,7 @@ MUTANTS = [
         "name": "cgoo-free-iteration-uncharged",
         "klass": 8,
         "file": "skfairdp/reductions/estimator.py",
-        "old": "                    recorder.record(oracle_event)\n"
+        "old": "                    recorder.record(planned)\n"
         "                    recorder.record(gaussian_release_event(noise.statistics))",
         "new": "                    pass",
         "description": "CGOO prices only the iterations that released (an ex-post figure)",
@@ -729,8 +728,8 @@ MUTANTS = [
         "name": "privsearch-run-groups-from-its-part",
         "klass": 8,
         "file": "skfairdp/model_selection/search.py",
-        "old": "        est = seed_run(declare_groups(est, self._domain), random)",
-        "new": "        est = seed_run(est, random)",
+        "old": "        est = configured(self.estimator, params, budget.epsilon, delta, encoder)",
+        "new": "        est = configured(self.estimator, params, budget.epsilon, delta)",
         "description": "a PrivateSearchCV run learns its groups from its random training part",
         "focus": "tests/test_model_selection.py",
     },
