@@ -517,13 +517,22 @@ def test_degenerate_check_reads_the_thresholds_decisions_not_the_bases():
     X = rng.normal(size=(n, 3))
     s = rng.integers(0, 2, n)
     y = (rng.random(n) < 0.25).astype(int)  # nothing predicts it: the constant 0 wins
-    post = DPThresholdOptimizer(DPSGDClassifier(), epsilon=1.0, random_state=0)
+    post = DPThresholdOptimizer(
+        DPSGDClassifier(), epsilon=1.0, random_state=0, fallback_to_constant=False
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         post.fit(X, y, sensitive_features=s)
     messages = [str(w.message) for w in caught if w.category is DegenerateModelWarning]
     assert len(messages) == 1 and messages[0].startswith("DPThresholdOptimizer:")
     assert "scores do not separate the classes" in messages[0]
+    # by default the constant is returned on purpose: its own warning, not this one
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        post.set_params(fallback_to_constant=True).fit(X, y, sensitive_features=s)
+    assert post.fallback_class_ == 0
+    assert not [w for w in caught if w.category is DegenerateModelWarning]
+    assert any("fallback_to_constant" in str(w.message) for w in caught)
     y_signal = (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

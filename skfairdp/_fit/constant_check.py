@@ -44,9 +44,11 @@ __all__ = [
     "ConstantFallbackMixin",
     "beats_constant_margin",
     "check_noise_multiplier",
+    "constant_label",
     "decide",
     "release_confusion",
     "release_counts",
+    "warn_fallback",
 ]
 
 #: the check's share of the budget's zCDP rho, and the sds by which the model's noisy
@@ -167,6 +169,33 @@ def release_counts(H: np.ndarray, ctx: FitContext, noise_multiplier: float):
     return noisy.numpy(), noise_multiplier * ctx.max_weight
 
 
+def constant_label(classes: np.ndarray, check: ConstantCheck):
+    """The label of ``check``'s constant class, as a Python scalar where it is one."""
+    constant = classes[check.constant_class]
+    return constant.item() if hasattr(constant, "item") else constant
+
+
+def warn_fallback(
+    estimator, check: ConstantCheck, what: str, source: str, remedy: str, stacklevel: int
+) -> None:
+    """The ``UserWarning`` of a fallback to ``estimator.fallback_class_``: ``what`` (the
+    model's, or the thresholds', training error) read from ``source`` did not beat it."""
+    constant = estimator.fallback_class_
+    evidence = (
+        f"did not beat the constant class {constant!r}'s ({check.constant_error:.3f}) by "
+        f"{CHECK_Z} sd of their difference ({check.margin:.3f}) at "
+        f"epsilon={estimator.epsilon!r}"
+        if check.noise_multiplier
+        else f"is not below the constant class {constant!r}'s ({check.constant_error:.3f})"
+    )
+    warnings.warn(
+        f"fallback_to_constant: {what} ({check.error:.3f}, from {source}) {evidence}, so "
+        f"predict returns the constant class {constant!r}. {remedy}",
+        UserWarning,
+        stacklevel=stacklevel,
+    )
+
+
 #: the logit ``predict``'s constant gets (and minus it, the other classes): its
 #: probability is 1 to float64's precision, and ``decision_function`` stays finite
 FALLBACK_LOGIT = 20.0
@@ -208,23 +237,15 @@ class ConstantFallbackMixin:
         self.constant_check_ = check
         if not check.falls_back:
             return
-        constant = self.classes_[check.constant_class]
-        self.fallback_class_ = constant.item() if hasattr(constant, "item") else constant
-        evidence = (
-            f"did not beat the constant class {self.fallback_class_!r}'s "
-            f"({check.constant_error:.3f}) by {CHECK_Z} sd of their difference "
-            f"({check.margin:.3f}) at epsilon={self.epsilon!r}"
-            if check.noise_multiplier
-            else f"is not below the constant class {self.fallback_class_!r}'s "
-            f"({check.constant_error:.3f})"
-        )
-        warnings.warn(
-            f"fallback_to_constant: the model's training error ({check.error:.3f}, from the "
-            f"check's counts) {evidence}, so predict returns the constant class "
-            f"{self.fallback_class_!r}. A larger epsilon, more rows or a smaller fairness "
-            "weight keep the model; fallback_to_constant=False returns it as trained.",
-            UserWarning,
-            stacklevel=6,  # user -> fit -> _private_fit -> _fit_template -> _store_fitted
+        self.fallback_class_ = constant_label(self.classes_, check)
+        warn_fallback(
+            self,
+            check,
+            "the model's training error",
+            "the check's counts",
+            "A larger epsilon, more rows or a smaller fairness weight keep the model; "
+            "fallback_to_constant=False returns it as trained.",
+            stacklevel=7,  # user -> fit -> _private_fit -> _fit_template -> _store_fitted
         )
 
     def _outputs(self, X) -> np.ndarray:

@@ -111,6 +111,8 @@ def warn_if_thresholds_degenerate(estimator, positive: np.ndarray, y01: np.ndarr
     Its base estimator's own warning is not shown (the thresholds work from its
     scores, not its decisions). One unnoised bit, like :func:`warn_if_degenerate`.
     """
+    if getattr(estimator, "fallback_class_", None) is not None:
+        return  # the constant on purpose: fallback_to_constant warned already
     classes = estimator.classes_.tolist()
     single = [classes[1]] if np.all(positive == 1.0) else []
     single = [classes[0]] if np.all(positive == 0.0) else single

@@ -13,12 +13,12 @@ from sklearn.utils import get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted, column_or_1d
 
+from .._fit.constant_check import constant_label, warn_fallback
 from .._fit.degenerate import degenerate_warnings_hidden, warn_if_thresholds_degenerate
 from .._fit.parameters import COMMON_CONSTRAINTS, store_parameters
 from .._fit.randomized import draw_classes, prediction_random
 from .._fit.validation import check_sample_weight, check_y
 from ..data.source import reject_source
-from ..fairness.groups import encode_sensitive_features
 from ..fairness.routing import routing_hint
 from ..oracle import spawn_oracle
 from ..privacy import (
@@ -33,12 +33,16 @@ from ..privacy import (
 from ..privacy.events import compose
 from ..privacy.planning import planned_fit_event
 from .curves import CONSTRAINTS, OBJECTIVES, check_options, optimize_thresholds
+from .fallback import constant_rule, thresholds_check
+from .groups import ThresholdGroupsMixin
 from .histogram import bin_scores, exact_histogram, release_histogram
 
 __all__ = ["DPThresholdOptimizer"]
 
 
-class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+class DPThresholdOptimizer(
+    ThresholdGroupsMixin, MetaEstimatorMixin, ClassifierMixin, BaseEstimator
+):
     """Group-specific randomised thresholds on a model's scores, chosen from one private histogram.
 
     **Needs each person's group at prediction time**: ``predict`` applies the
@@ -129,6 +133,16 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         split, judged on the zoo".
     max_sample_weight : float, default=1.0
         Bound on ``sample_weight``: the histogram's sensitivity with weights.
+    fallback_to_constant : bool, default=True
+        With a finite ``epsilon`` and ``objective="accuracy_score"``: keep the
+        thresholds only where their training error on the released histogram beats
+        the best constant class's by half a standard deviation of the difference's
+        noise (the rule of DP-FERMI's and RaCO-DP's checks); otherwise ``predict``
+        returns that constant (with a warning), which meets every parity constraint
+        exactly. The thresholds maximise accuracy on noisy counts, so where nothing
+        beats the majority class the noise alone buys a few positives that err on
+        new rows. Post-processing of the one release: no privacy cost. False, or
+        ``epsilon=inf``: the thresholds as chosen (fairlearn's).
     sensitive_values : None, list, list of lists or dict, default=None
         A *public* declaration of the groups (as :class:`~skfairdp.fairness.GroupEncoder`
         reads it: one list of values, one list per attribute, or a dict by attribute
@@ -160,7 +174,14 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     histogram_ : ndarray of shape (n_groups, 2, n_bins)
         The released noisy counts (before clipping at 0).
     thresholds_ : ThresholdRule
-        Each group's two bin thresholds and their probabilities.
+        Each group's two bin thresholds and their probabilities; after a fallback,
+        the constant's rule (every group ignores its scores).
+    constant_check_ : ConstantCheck or None
+        ``fallback_to_constant``'s conclusion on the released histogram (the rule's and
+        the best constant's noisy training errors, the margin); ``None`` when it does
+        not run.
+    fallback_class_ : label or None
+        The constant class ``predict`` returns after a fallback; ``None`` otherwise.
     score_range_ : (float, float)
     n_bins_ : int
         The number of score bins used (``n_bins`` resolved).
@@ -205,6 +226,7 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         "score_range": [StrOptions({"auto"}), tuple, list],
         "n_bins": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "estimator_share": [Interval(Real, 0, 1, closed="neither")],
+        "fallback_to_constant": ["boolean"],
         "sensitive_values": [None, list, tuple, dict],
         **{k: COMMON_CONSTRAINTS[k] for k in
            ("epsilon", "delta", "max_sample_weight", "random_state", "secure_mode")},
@@ -229,6 +251,7 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         delta="auto",
         estimator_share=0.8,
         max_sample_weight=1.0,
+        fallback_to_constant=True,
         sensitive_values=None,
         random_state=None,
         secure_mode=False,
@@ -408,6 +431,7 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             np.maximum(self.histogram_, 0.0), self.constraints, self.objective, self.grid_size,
             tol=self.tol,
         )  # fmt: skip
+        self._check_constant()
         self.dp_event_ = recorder.build()
         self.privacy_spent_ = (
             epsilon_spent(self.dp_event_, self.delta_, **self._accountant_options())
@@ -416,50 +440,25 @@ class DPThresholdOptimizer(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         warn_if_thresholds_degenerate(self, self.thresholds_.positive_probability(groups, bins), y)
         return self
 
-    def _fit_groups(self, sensitive_features, n: int) -> np.ndarray:
-        """Codes of the fitted groups, in ``[0, n_groups)``; sets ``group_labels_``.
-
-        Declared ``sensitive_values``: every declared group, read from no row.
-        Otherwise the groups present at fit: with several attributes the encoder's
-        grid of combinations is cut to those that occur, as doc/postprocessing.md says.
-        """
-        declared = self.sensitive_values is not None
-        codes, self.group_encoder_ = encode_sensitive_features(
-            sensitive_features, n, sensitive_values=self.sensitive_values,
-            allow_empty_groups=True, allow_single_group=declared,
-        )  # fmt: skip
-        n_groups = self.group_encoder_.n_groups_
-        if declared:
-            if n_groups < 2:
-                raise ValueError(
-                    f"sensitive_values declares a single group ({self.sensitive_values!r}); "
-                    "thresholds per group need at least 2."
-                )
-            self._group_codes_ = np.arange(n_groups)
-            self.group_labels_ = self.group_encoder_.group_labels_
-            return codes.astype(np.int64)
-        self._group_codes_ = np.flatnonzero(np.bincount(codes, minlength=n_groups))
-        if self._group_codes_.size < 2:
-            only = self.group_encoder_.format_group(int(self._group_codes_[0]))
-            raise ValueError(
-                f"sensitive_features has a single group present ({only}); thresholds per "
-                "group need at least 2. Check that the right column was passed."
-            )
-        self.group_labels_ = self.group_encoder_.group_labels_[self._group_codes_]
-        return np.searchsorted(self._group_codes_, codes).astype(np.int64)
-
-    def _group_codes(self, sensitive_features, n: int) -> np.ndarray:
-        """Codes of the fitted groups for new rows; a combination absent at fit is an error."""
-        codes = self.group_encoder_.transform(sensitive_features, n_samples=n)
-        index = np.minimum(np.searchsorted(self._group_codes_, codes), self._group_codes_.size - 1)
-        absent = np.unique(codes[self._group_codes_[index] != codes])
-        if absent.size:
-            shown = "; ".join(self.group_encoder_.format_group(int(g)) for g in absent[:5])
-            raise ValueError(
-                f"sensitive_features has rows of group(s) that had no rows at fit: {shown}. "
-                "Each row needs a group seen at fit, whose thresholds were chosen."
-            )
-        return index.astype(np.int64)
+    def _check_constant(self) -> None:
+        """``fallback_to_constant``: the thresholds against a constant, on the release."""
+        self.constant_check_ = self.fallback_class_ = None
+        runs = self.fallback_to_constant and self.objective == "accuracy_score"
+        if not (runs and self._private()):
+            return
+        check = thresholds_check(
+            self.histogram_, self.thresholds_, self.noise_std_, self.noise_multiplier_
+        )
+        self.constant_check_ = check
+        if check.falls_back:
+            self.thresholds_ = constant_rule(len(self.group_labels_), check.constant_class == 1)
+            self.fallback_class_ = constant_label(self.classes_, check)
+            warn_fallback(
+                self, check, "the thresholds' training error", "the released histogram",
+                "A larger epsilon, fewer n_bins or a base estimator that separates the "
+                "classes keep the thresholds; fallback_to_constant=False returns them as "
+                "chosen.", stacklevel=4,  # user -> fit -> _check_constant -> warn_fallback
+            )  # fmt: skip
 
     def _check_y(self, X, y) -> np.ndarray:
         """``y`` as 0/1 (1: the second of the two sorted classes); sets ``classes_``."""
