@@ -160,3 +160,24 @@ def test_no_check_without_noise_for_another_objective_or_when_off(params):
         warnings.simplefilter("ignore")
         post.fit(X, y, sensitive_features=s)
     assert post.constant_check_ is None and post.fallback_class_ is None
+
+
+def test_the_check_reads_the_release_and_its_noise(monkeypatch):
+    """The counts the check decides on are the released ``histogram_`` (not the exact
+    counts), with the std of each released cell's noise: the multiplier the accountant
+    chose times the sensitivity the test derives (one row moves one cell by 1)."""
+    from skfairdp.postprocessing import estimator as module
+
+    seen = {}
+    original = module.thresholds_check
+
+    def spy(histogram, rule, noise_std, noise_multiplier):
+        seen.update(histogram=np.array(histogram), noise_std=noise_std)
+        return original(histogram, rule, noise_std, noise_multiplier)
+
+    monkeypatch.setattr(module, "thresholds_check", spy)
+    post, _ = _fit(_signal(), random_state=0)
+    np.testing.assert_array_equal(seen["histogram"], post.histogram_)
+    assert not np.allclose(seen["histogram"], np.round(seen["histogram"]))  # noised
+    assert seen["noise_std"] == pytest.approx(post.noise_multiplier_ * 1.0)
+    assert post.noise_multiplier_ > 1.0

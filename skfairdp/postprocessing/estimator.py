@@ -431,7 +431,7 @@ class DPThresholdOptimizer(
             np.maximum(self.histogram_, 0.0), self.constraints, self.objective, self.grid_size,
             tol=self.tol,
         )  # fmt: skip
-        self._check_constant()
+        self._check_constant(self.histogram_)
         self.dp_event_ = recorder.build()
         self.privacy_spent_ = (
             epsilon_spent(self.dp_event_, self.delta_, **self._accountant_options())
@@ -440,14 +440,14 @@ class DPThresholdOptimizer(
         warn_if_thresholds_degenerate(self, self.thresholds_.positive_probability(groups, bins), y)
         return self
 
-    def _check_constant(self) -> None:
+    def _check_constant(self, released: np.ndarray) -> None:
         """``fallback_to_constant``: the thresholds against a constant, on the release."""
         self.constant_check_ = self.fallback_class_ = None
         runs = self.fallback_to_constant and self.objective == "accuracy_score"
         if not (runs and self._private()):
             return
         check = thresholds_check(
-            self.histogram_, self.thresholds_, self.noise_std_, self.noise_multiplier_
+            released, self.thresholds_, self.noise_std_, self.noise_multiplier_
         )
         self.constant_check_ = check
         if check.falls_back:

@@ -579,6 +579,16 @@ MUTANTS = [
         "focus": "tests/test_constant_check.py",
     },
     {
+        "name": "threshold-check-exact",
+        "klass": 2,
+        "file": "skfairdp/postprocessing/estimator.py",
+        "old": "        self._check_constant(self.histogram_)\n",
+        "new": "        self._check_constant(counts)\n",
+        "description": "DPThresholdOptimizer's fallback_to_constant decides on the exact "
+        "histogram, not the released one",
+        "focus": "tests/test_threshold_fallback.py",
+    },
+    {
         "name": "frame-keeps-noise-seed",
         "klass": 7,
         "file": "skfairdp/evaluation/frame.py",
