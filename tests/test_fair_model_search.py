@@ -97,6 +97,8 @@ def test_selection_tiers():
 def test_self_bounded_candidates():
     assert self_bounded({"family": "raco", "knob": 0.02}, 0.05)
     assert self_bounded({"family": "cgoo", "knob": 0.025}, 0.05)
+    assert self_bounded({"family": "cgoo", "knob": 0.03}, 0.05)
+    assert not self_bounded({"family": "raco", "knob": 0.031}, 0.05)
     assert not self_bounded({"family": "raco", "knob": 0.05}, 0.05)
     assert not self_bounded({"family": "dpfermi", "knob": 0.01}, 0.05)
     assert not self_bounded({"family": "dpto", "knob": None}, 0.05)
@@ -119,9 +121,9 @@ def test_default_space():
     spaces = default_space(0.04, True)
     assert {s["family"][0] for s in spaces} == {"dpfermi", "raco", "cgoo", "dpto"}
     raco = next(s for s in spaces if s["family"] == ["raco"])
-    assert raco["knob"] == [0.016]
+    assert raco["knob"] == [0.024]
     cgoo = next(s for s in spaces if s["family"] == ["cgoo"])
-    assert cgoo["knob"] == [0.016]
+    assert cgoo["knob"] == [0.024]
     assert sum(len(s["knob"]) for s in default_space(0.05, False)) == 4
 
 

@@ -19,7 +19,7 @@ The whole thing is one mechanism inside one ``(epsilon, delta)``:
    :class:`~skfairdp.metrics.PrivateMetricFrame` computes it) is within
    ``max_violation``; a qualifying run beats every other, the most accurate (noisy
    accuracy) among them wins; without one, the most accurate run of a candidate that
-   enforces at most half the bound on its own training rows (RaCO-DP, CGOO) and whose
+   enforces at most 0.6 of the bound on its own training rows (RaCO-DP, CGOO) and whose
    interval's lower end is within the bound; then the most accurate run whose noisy
    point violation is within the bound, and last the run with the smallest upper
    end (:func:`selection_tier`: a total order on single runs, as the theorem

@@ -29,15 +29,19 @@ KNOBS = {"dpfermi": "fairness_weight", "raco": "tolerance", "cgoo": "difference_
 #: most accurate DP-FERMI run meeting 0.05 on more than one table, 64 never
 FERMI_WEIGHTS = (1.0, 4.0)
 #: RaCO-DP is tried at these shares of the stated bound (its training-side bound is
-#: optimistic on new rows; 0.4 x 0.05 = 0.02 wins most zoo tables). At the bound itself
+#: optimistic on new rows). 0.6 since issue 36's second round: a search run fits at
+#: inner epsilon ~0.5 on 60 % of the rows, where 0.4 of the bound mixed most rows with
+#: the constant; on the zoo 0.6 took the cells within 0.01 of hindsight from 30 to 35
+#: of 60 (held-out 17 -> 24 of 48) and the test violation within the bound from 0.96
+#: to 0.94 of the searches (held-out 0.98 -> 0.94; doc/model_selection.md). At the bound itself
 #: it was dropped (issue 36): such a run can win only by qualifying, and a draw spent on
 #: it is one fewer self-bounded run; on the zoo (5 seeds, 60 cells) the search without
 #: it returned the majority class in 140 of 300 searches instead of 146 and erred 0.2854
 #: instead of 0.2863 (``doc/model_selection.md``)
-RACO_SHARES = (0.4,)
-#: CGOO's training-side bound as shares of the stated one (on the zoo, CGOO at 0.02 is
-#: never less accurate than at 0.05 and meets the bound on more tables)
-CGOO_SHARES = (0.4,)
+RACO_SHARES = (0.6,)
+#: CGOO's training-side bound as shares of the stated one (as RaCO-DP's, and measured
+#: with it)
+CGOO_SHARES = (0.6,)
 #: kept for callers of the first cut: the shares RaCO-DP is tried at
 BOUND_SHARES = RACO_SHARES
 
@@ -46,9 +50,9 @@ def default_space(max_violation: float, group_at_predict: bool) -> list[dict]:
     """The default candidates for a stated bound: one space per family.
 
     Four knob values, the ones that win on the zoo (``experiments/results/zoo.csv``,
-    epsilon = 1): DP-FERMI over ``FERMI_WEIGHTS``; RaCO-DP and CGOO at ``0.4`` of the
-    bound (their own training-side bounds are optimistic on new rows, and at most half
-    the bound makes their runs self-bounded, see
+    epsilon = 1): DP-FERMI over ``FERMI_WEIGHTS``; RaCO-DP and CGOO at ``0.6`` of the
+    bound (their own training-side bounds are optimistic on new rows, and at most
+    ``SELF_BOUND_SHARE`` of the bound makes their runs self-bounded, see
     :func:`~.fair_search.selection_tier`); with ``group_at_predict``,
     DPThresholdOptimizer on a DP-SGD base as well. Fewer candidates leave each run
     more of the budget (see :class:`FairModelSearch`'s ``n_candidates_mean``).

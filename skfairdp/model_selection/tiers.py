@@ -18,8 +18,9 @@ TIER_NAMES = {
 #: RaCO-DP and CGOO promise their own bound on their training rows (RaCO-DP's
 #: enforced tolerance, CGOO's restricted master on its released statistics); a run
 #: whose own bound is at most this share of the stated one leaves the rest of the
-#: bound to the sampling error of new rows (tier ``SELF_BOUNDED``)
-SELF_BOUND_SHARE = 0.5
+#: bound to the sampling error of new rows (tier ``SELF_BOUNDED``; 0.5 until issue 36's
+#: second round, when the default candidates moved to 0.6 of the bound: families.py)
+SELF_BOUND_SHARE = 0.6
 #: the families whose knob is a bound they enforce on their training rows
 SELF_BOUNDING_FAMILIES = ("raco", "cgoo")
 
