@@ -1085,6 +1085,26 @@ def test_small_cell_warning_on_a_tiny_dataset():
         )
 
 
+def test_a_cell_released_at_the_floor_warns_whatever_the_floor_says():
+    """Fresh-table probe 3: a 6-row cell released at the floor (58, three noise sds) read
+    "about 58 rows", and at a bound whose lower limit was 30 no warning fired."""
+    from types import SimpleNamespace
+
+    from skfairdp.reductions.small_cells import warn_small_cells
+
+    cells = SimpleNamespace(
+        n_cells=4, max_weight=1.0, diameter=1.0, cell_name="(group, label) cell"
+    )
+    counts = np.array([58.0, 900.0, 400.0, 3000.0])  # the first at the floor
+    q, total = counts / counts.sum(), counts.sum()
+    with pytest.warns(SmallCellWarning, match="under the floor of 58"):
+        warn_small_cells(q, total, cells, 1.0, 0.1, floor=58.0)  # sqrt(4)/(1*0.1) = 20
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SmallCellWarning)
+        warn_small_cells(q, total, cells, 1.0, 0.1, floor=30.0)  # 58 rows, over both
+        warn_small_cells(q, total, cells, 1.0, 0.1)
+
+
 def test_no_small_cell_warning_on_adult():
     """Adult's smallest (sex, label) cell has ~1,700 rows, far above sqrt(4)/(1 * 0.05) = 40."""
     from skfairdp.datasets import load_adult

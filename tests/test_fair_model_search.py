@@ -349,3 +349,45 @@ def test_a_declared_empty_group_still_raises_outside_a_search():
         est.fit(X, y, sensitive_features=s)
     with search_run():
         assert est.fit(X, y, sensitive_features=s).group_encoder_.n_groups_ == 3
+
+
+def test_a_run_that_fell_back_to_a_constant_is_certified_as_one(monkeypatch):
+    """A selected run whose own check returned its constant predicts one class for every
+    row: its certificate states violation 0 exactly, as the majority class's (fresh-table
+    probe 3: a RaCO-DP run at 100 % constant was certified [0, 0.93], meets_bound False)."""
+    from types import SimpleNamespace
+
+    from skfairdp.model_selection import certificate as module
+    from skfairdp.model_selection.families import MajorityClass
+    from skfairdp.reductions.atoms import ConstantAtom
+
+    def fitted(**attributes):
+        candidate = FairCandidate("raco", 0.03)
+        candidate.estimator_ = SimpleNamespace(**attributes)
+        return candidate
+
+    assert fitted(fallback_class_=0).is_constant()  # DP-FERMI, DPThresholdOptimizer
+    assert fitted(fallback_class_=None, tolerance_mixing_=1.0).is_constant()  # RaCO-DP
+    assert not fitted(fallback_class_=None, tolerance_mixing_=0.999).is_constant()
+    assert fitted(predictors_=[ConstantAtom(1), ConstantAtom(1)]).is_constant()  # CGOO
+    assert not fitted(predictors_=[ConstantAtom(0), ConstantAtom(1)]).is_constant()
+    assert not fitted(predictors_=[ConstantAtom(0), object()]).is_constant()
+    assert MajorityClass(np.array([0, 1]), 0, 2).is_constant()
+
+    X, y, s = _data()
+    search = FairModelSearch("demographic_parity", 0.05, epsilon=1.0, random_state=0)
+    seen = []
+    original = module.certify
+
+    def spy(model, *args, **kwargs):
+        model.is_constant = lambda: True  # as a run that fell back
+        certificate, frame = original(model, *args, **kwargs)
+        seen.append(certificate)
+        return certificate, frame
+
+    monkeypatch.setattr("skfairdp.model_selection.fair_search.certify", spy)
+    with pytest.warns(UserWarning):
+        search.fit(X, y, sensitive_features=s)
+    (certificate,) = seen
+    assert certificate.violation == 0.0 and certificate.violation_interval == (0.0, 0.0)
+    assert certificate.meets_bound

@@ -388,3 +388,19 @@ def test_row_uniforms_golden_uniform_and_unrelated_to_the_features():
 
 
 GOLDEN_UNIFORMS = [0.13327775059500313, 0.6741395292393602, 0.43269534495851103]
+
+
+def test_the_warning_names_an_unresolvable_group_not_an_impossible_gap():
+    """A rate gap is at most 1; an upper bound 98 over the tolerance (fresh-table probe
+    3: a group with 6 positive rows) is a group whose noisy counts cannot be bounded."""
+    from types import SimpleNamespace
+
+    from skfairdp.raco.enforcement import mixing_reason
+
+    bounds = np.array([0.05, 0.05])
+    unresolved = SimpleNamespace(upper=np.array([0.08, 98.4]), bounds=bounds, error=0.1)
+    reason, _ = mixing_reason(unresolved, 0.05, 1.0, private=True)
+    assert "too small to bound its rate" in reason and "98" not in reason
+    over = SimpleNamespace(upper=np.array([0.08, 0.20]), bounds=bounds, error=0.1)
+    reason, _ = mixing_reason(over, 0.05, 1.0, private=True)
+    assert "largest upper bound +0.150 over its bound" in reason

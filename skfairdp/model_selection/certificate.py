@@ -25,7 +25,6 @@ import torch
 
 from ..evaluation.violations import violation_interval
 from ..privacy import noisy_count
-from .families import MajorityClass
 from .statistics import confusion_cells, noisy_statistics
 from .validation import validation_frame
 
@@ -90,7 +89,7 @@ def certify(model, X, y, groups, group_values, *, encoder, fairness: str, max_vi
     stats = noisy_statistics(noisy, fairness, "accuracy")
     frame = validation_frame(noisy, encoder, noise_multiplier, delta, seed, secure_mode)
     bounds = violation_interval(frame, fairness, confidence)
-    if isinstance(model, MajorityClass):  # a constant's violation is 0, not an estimate
+    if model.is_constant():  # a constant's violation is 0 on any rows, not an estimate
         stats["violation"], bounds = 0.0, type(bounds)(0.0, 0.0)
     accuracy = tuple(map(float, frame.with_metrics("accuracy").interval("overall", confidence)))
     certificate = Certificate(

@@ -179,6 +179,29 @@ class FairCandidate(ClassifierMixin, BaseEstimator):
                 setattr(self, name, getattr(self.estimator_, name))
         return self
 
+    def is_constant(self) -> bool:
+        """Whether the fitted model predicts one class for every row, by construction.
+
+        Read from the model's own (released) parameters, no row: a fit that fell back to
+        its constant (DP-FERMI's and DPThresholdOptimizer's ``fallback_class_``), RaCO-DP's
+        tolerance check mixing in the constant for every row, or a CGOO mixture whose
+        every atom is the same constant. Such a model's violation is exactly 0.
+        """
+        from ..reductions.atoms import ConstantAtom
+
+        check_is_fitted(self, "estimator_")
+        inner = self.estimator_
+        if getattr(inner, "fallback_class_", None) is not None:
+            return True
+        if getattr(inner, "tolerance_mixing_", 0.0) >= 1.0:
+            return True
+        atoms = getattr(inner, "predictors_", None)
+        return (
+            bool(atoms)
+            and all(isinstance(a, ConstantAtom) for a in atoms)
+            and (len({a.value for a in atoms}) == 1)
+        )
+
     def predict(self, X, *, sensitive_features=None) -> np.ndarray:
         """Hard predictions (``sensitive_features`` is required by ``family="dpto"``).
 
@@ -224,6 +247,10 @@ class MajorityClass:
         self.classes_ = np.asarray(classes)
         self.label_ = label
         self.n_features_in_ = int(n_features)
+
+    def is_constant(self) -> bool:
+        """Always: one class for every row."""
+        return True
 
     def predict(self, X, *, sensitive_features=None) -> np.ndarray:
         """``label_`` for every row of ``X``."""

@@ -50,7 +50,8 @@ def thresholds_check(
     Parameters
     ----------
     histogram : ndarray of shape (n_groups, 2, n_bins)
-        The released (noisy, unclipped) counts per group, true label and score bin.
+        The released (noisy) counts per group, true label and score bin; read clipped
+        at 0, as the thresholds were chosen from them.
     rule : ThresholdRule
         The thresholds chosen from those counts.
     noise_std : float
@@ -64,7 +65,10 @@ def thresholds_check(
         ``counts`` is the rule's expected (true label, decision) table on the noisy
         counts; ``constant_class`` 0 or 1 (the index into ``classes_``).
     """
-    counts = np.asarray(histogram, dtype=np.float64)
+    # clipped at 0, as the thresholds were chosen from them: a negative count in a cell
+    # the thresholds predict positive would otherwise be a gain no row made (a rare label's
+    # empty cells, fresh-table probe 3)
+    counts = np.maximum(np.asarray(histogram, dtype=np.float64), 0.0)
     n_groups, _, n_bins = counts.shape
     groups, bins = np.meshgrid(np.arange(n_groups), np.arange(n_bins), indexing="ij")
     positive = rule.positive_probability(groups.ravel(), bins.ravel()).reshape(n_groups, n_bins)

@@ -372,10 +372,16 @@ def mixing_reason(check: ToleranceCheck, tolerance, epsilon, private: bool) -> t
             + ("; more rows or a larger epsilon can tell them apart." if private else "."),
         )
     if private:
+        # a rate gap is at most 1: an upper bound further over comes from a group whose
+        # noisy counts are near zero (it divides by them), not from a model's gap
+        detail = (
+            f"largest upper bound {over:+.3f} over its bound"
+            if over <= 1.0
+            else "a group's noisy counts are too small to bound its rate at all"
+        )
         return (
             f"the training rows could not confirm the constraints within tolerance="
-            f"{tolerance!r} at epsilon={epsilon!r} (largest upper bound {over:+.3f} over its "
-            "bound)",
+            f"{tolerance!r} at epsilon={epsilon!r} ({detail})",
             "Small groups at a small epsilon: a larger epsilon or tolerance keeps more of the "
             "model.",
         )

@@ -377,6 +377,7 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
         check_oracle(template, private, statistics.max_weight)
         T = max_iter(self, n)
         noise = self._noise(template, n, delta, T, split) if private else None
+        floor = 0.0
         if private:
             floor = statistics.max_weight * max(1.0, 3.0 * noise.cells)
             q, total = release_cells(
@@ -385,7 +386,9 @@ class CGOOReduction(MixturePrediction, MetaEstimatorMixin, ClassifierMixin, Base
         else:
             q, total = release_cells(statistics, random, recorder, 0.5)
         self.cell_frequencies_ = q
-        warn_small_cells(q, total, statistics, self.epsilon, self.difference_bound, stacklevel=3)
+        warn_small_cells(
+            q, total, statistics, self.epsilon, self.difference_bound, stacklevel=3, floor=floor
+        )
         problem = self._problem(objective, constraint, q, K, regression=regression)
         if regression:
             # a non-monotone objective or constraint fails before any oracle fit where it
